@@ -1,0 +1,346 @@
+//! Kernel metadata from the code object's notes: `NT_AMDGPU_METADATA` (msgpack, code object
+//! V3 and later) and `NT_AMD_HSA_METADATA` (YAML, V2).
+
+use rocpack_bytes::{Bytes, align_up, lossless_string};
+
+use crate::msgpack::{self, Value};
+
+const PT_NOTE: u32 = 4;
+const SHT_NOTE: u32 = 7;
+/// Note type of the msgpack metadata (owner "AMDGPU").
+pub const NT_AMDGPU_METADATA: u32 = 32;
+/// Note type of the YAML metadata of V2 code objects (owner "AMD").
+pub const NT_AMD_HSA_METADATA: u32 = 10;
+/// Note type of the V2 ISA version (owner "AMD").
+pub const NT_AMD_HSA_ISA_VERSION: u32 = 3;
+/// Largest metadata document decoded (the biggest seen in ROCm libraries are a few hundred KiB).
+const MAX_METADATA: u64 = 64 << 20;
+
+/// Why the notes of a code object could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetadataError {
+    /// An ELF structure points outside the code object.
+    #[error("{what} is outside the code object ({source})")]
+    OutOfBounds {
+        what: &'static str,
+        source: rocpack_bytes::OutOfBounds,
+    },
+    /// The code object is not a 64-bit little-endian ELF.
+    #[error("not a 64-bit little-endian ELF file")]
+    NotElf64,
+    /// The msgpack document is malformed.
+    #[error("NT_AMDGPU_METADATA note at offset {note_offset}: {source}")]
+    MsgPack {
+        note_offset: u64,
+        source: msgpack::DecodeError,
+    },
+    /// The YAML document is malformed.
+    #[error("NT_AMD_HSA_METADATA note at offset {note_offset}: {message}")]
+    Yaml { note_offset: u64, message: String },
+    /// A document larger than rocpack decodes.
+    #[error(
+        "metadata note at offset {note_offset} is {size} bytes, more than the {MAX_METADATA}-byte limit"
+    )]
+    TooLarge { note_offset: u64, size: u64 },
+}
+
+/// One ELF note.
+#[derive(Debug, Clone, Copy)]
+pub struct Note<'a> {
+    /// Offset of the note header in the code object.
+    pub offset: u64,
+    /// Owner name without its terminating NUL.
+    pub name: &'a [u8],
+    /// `n_type`.
+    pub n_type: u32,
+    /// Descriptor bytes.
+    pub desc: &'a [u8],
+}
+
+/// Every note of the code object: those in `PT_NOTE` segments, or when there are none (as in
+/// relocatable objects), those in `SHT_NOTE` sections, as comgr reads them.
+///
+/// # Errors
+/// [`MetadataError`] when the ELF tables or a note run outside the code object.
+pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
+    let b = Bytes::new(data);
+    if !b.has_at(0, b"\x7fELF") || b.u8(4).ok() != Some(2) || b.u8(5).ok() != Some(1) {
+        return Err(MetadataError::NotElf64);
+    }
+    let oob = |what| move |source| MetadataError::OutOfBounds { what, source };
+    let mut ranges = Vec::new();
+    let phoff = b.u64(32).map_err(oob("e_phoff"))?;
+    let phentsize = u64::from(b.u16(54).map_err(oob("e_phentsize"))?);
+    let phnum = u64::from(b.u16(56).map_err(oob("e_phnum"))?);
+    for i in 0..phnum {
+        let ph = b
+            .sub(phoff.saturating_add(i.saturating_mul(phentsize)), 56)
+            .map_err(oob("program header"))?;
+        if ph.u32(0).map_err(oob("p_type"))? == PT_NOTE {
+            let off = ph.u64(8).map_err(oob("p_offset"))?;
+            let size = ph.u64(32).map_err(oob("p_filesz"))?;
+            let align = ph.u64(48).map_err(oob("p_align"))?;
+            ranges.push((off, size, align));
+        }
+    }
+    if ranges.is_empty() {
+        let shoff = b.u64(40).map_err(oob("e_shoff"))?;
+        let shentsize = u64::from(b.u16(58).map_err(oob("e_shentsize"))?);
+        let shnum = u64::from(b.u16(60).map_err(oob("e_shnum"))?);
+        for i in 0..shnum {
+            let sh = b
+                .sub(shoff.saturating_add(i.saturating_mul(shentsize)), 64)
+                .map_err(oob("section header"))?;
+            if sh.u32(4).map_err(oob("sh_type"))? == SHT_NOTE {
+                let off = sh.u64(24).map_err(oob("sh_offset"))?;
+                let size = sh.u64(32).map_err(oob("sh_size"))?;
+                let align = sh.u64(48).map_err(oob("sh_addralign"))?;
+                ranges.push((off, size, align));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (off, size, align) in ranges {
+        let seg = b.sub(off, size).map_err(oob("note segment"))?;
+        // Notes are 4-byte aligned; an 8-byte aligned note segment pads to 8 (gABI).
+        let align = if align == 8 { 8 } else { 4 };
+        let mut pos = 0u64;
+        while pos < seg.len() {
+            let namesz = u64::from(seg.u32(pos).map_err(oob("note header"))?);
+            let descsz = u64::from(seg.u32(pos + 4).map_err(oob("note header"))?);
+            let n_type = seg.u32(pos + 8).map_err(oob("note header"))?;
+            let name_at = pos + 12;
+            let name = seg.read_at(name_at, namesz).map_err(oob("note name"))?;
+            let desc_at = align_up(name_at + namesz, align).unwrap_or(u64::MAX);
+            let desc = seg
+                .read_at(desc_at, descsz)
+                .map_err(oob("note descriptor"))?;
+            let name = name.strip_suffix(&[0]).unwrap_or(name);
+            out.push(Note {
+                offset: off.saturating_add(pos),
+                name,
+                n_type,
+                desc,
+            });
+            pos = align_up(desc_at + descsz, align).unwrap_or(u64::MAX);
+        }
+    }
+    Ok(out)
+}
+
+/// Which note the metadata came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetadataFormat {
+    /// `NT_AMDGPU_METADATA`, code object V3+.
+    MsgPack,
+    /// `NT_AMD_HSA_METADATA`, code object V2.
+    Yaml,
+}
+
+/// Resource use and interface of one kernel, as the compiler recorded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Kernel {
+    /// Kernel (function) name, usually mangled.
+    pub name: String,
+    /// Kernel descriptor symbol (`name.kd`; `name@kd` in V2).
+    pub symbol: Option<String>,
+    /// Scalar registers used.
+    pub sgpr_count: Option<u64>,
+    /// Vector registers used.
+    pub vgpr_count: Option<u64>,
+    /// Accumulation registers used (only on targets with MFMA).
+    pub agpr_count: Option<u64>,
+    /// Scalar registers spilled.
+    pub sgpr_spill_count: Option<u64>,
+    /// Vector registers spilled.
+    pub vgpr_spill_count: Option<u64>,
+    /// Static LDS (group segment) bytes.
+    pub lds_size: Option<u64>,
+    /// Scratch (private segment) bytes per work-item.
+    pub scratch_size: Option<u64>,
+    /// Whether the stack size is dynamic (recursion, indirect calls), making scratch a lower bound.
+    pub uses_dynamic_stack: Option<bool>,
+    /// Wavefront size, 32 or 64.
+    pub wavefront_size: Option<u64>,
+    /// Largest work-group the kernel can be launched with.
+    pub max_flat_workgroup_size: Option<u64>,
+    /// Bytes of kernel arguments.
+    pub kernarg_size: Option<u64>,
+}
+
+/// The decoded metadata of one code object.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Metadata {
+    /// Which note it came from.
+    pub format: MetadataFormat,
+    /// `amdhsa.version` / `Version`.
+    pub version: Option<[u64; 2]>,
+    /// `amdhsa.target` (V4+), e.g. `amdgcn-amd-amdhsa--gfx90a:xnack+`.
+    pub target: Option<String>,
+    /// The kernels, in document order.
+    pub kernels: Vec<Kernel>,
+}
+
+/// Reads the kernel metadata of a code object. `Ok(None)` when it has no metadata note.
+///
+/// # Errors
+/// [`MetadataError`] when the ELF tables or the note are malformed.
+pub fn read(data: &[u8]) -> Result<Option<Metadata>, MetadataError> {
+    for note in notes(data)? {
+        let size = note.desc.len() as u64;
+        let is_msgpack = note.name == b"AMDGPU" && note.n_type == NT_AMDGPU_METADATA;
+        let is_yaml = note.name == b"AMD" && note.n_type == NT_AMD_HSA_METADATA;
+        if (is_msgpack || is_yaml) && size > MAX_METADATA {
+            return Err(MetadataError::TooLarge {
+                note_offset: note.offset,
+                size,
+            });
+        }
+        if is_msgpack {
+            let doc = msgpack::decode(note.desc).map_err(|source| MetadataError::MsgPack {
+                note_offset: note.offset,
+                source,
+            })?;
+            return Ok(Some(from_msgpack(&doc)));
+        }
+        if is_yaml {
+            return from_yaml(note.desc)
+                .map(Some)
+                .map_err(|message| MetadataError::Yaml {
+                    note_offset: note.offset,
+                    message,
+                });
+        }
+    }
+    Ok(None)
+}
+
+/// The processor named by a V2 `NT_AMD_HSA_ISA_VERSION` note, e.g. `gfx803`.
+pub fn isa_version_processor(data: &[u8]) -> Option<String> {
+    let note = notes(data)
+        .ok()?
+        .into_iter()
+        .find(|n| n.name == b"AMD" && n.n_type == NT_AMD_HSA_ISA_VERSION)?;
+    let d = Bytes::new(note.desc);
+    let (major, minor, stepping) = (d.u32(4).ok()?, d.u32(8).ok()?, d.u32(12).ok()?);
+    Some(format!("gfx{major}{minor:x}{stepping:x}"))
+}
+
+fn from_msgpack(doc: &Value) -> Metadata {
+    let version = doc
+        .get("amdhsa.version")
+        .and_then(|v| v.as_array())
+        .and_then(|a| match a {
+            [major, minor, ..] => Some([major.as_u64()?, minor.as_u64()?]),
+            _ => None,
+        });
+    let kernels = doc
+        .get("amdhsa.kernels")
+        .and_then(|k| k.as_array())
+        .unwrap_or_default()
+        .iter()
+        .map(|k| {
+            let n = |key| k.get(key).and_then(Value::as_u64);
+            Kernel {
+                name: k
+                    .get(".name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                symbol: k.get(".symbol").and_then(Value::as_str).map(str::to_owned),
+                sgpr_count: n(".sgpr_count"),
+                vgpr_count: n(".vgpr_count"),
+                agpr_count: n(".agpr_count"),
+                sgpr_spill_count: n(".sgpr_spill_count"),
+                vgpr_spill_count: n(".vgpr_spill_count"),
+                lds_size: n(".group_segment_fixed_size"),
+                scratch_size: n(".private_segment_fixed_size"),
+                uses_dynamic_stack: k.get(".uses_dynamic_stack").and_then(Value::as_bool),
+                wavefront_size: n(".wavefront_size"),
+                max_flat_workgroup_size: n(".max_flat_workgroup_size"),
+                kernarg_size: n(".kernarg_segment_size"),
+            }
+        })
+        .collect();
+    Metadata {
+        format: MetadataFormat::MsgPack,
+        version,
+        target: doc
+            .get("amdhsa.target")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        kernels,
+    }
+}
+
+fn from_yaml(desc: &[u8]) -> Result<Metadata, String> {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let text = lossless_string(desc);
+    let text = text.trim_end_matches('\0');
+    let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
+    let doc = docs.first().ok_or("empty YAML document")?;
+    let uint = |y: &Yaml| y.as_i64().and_then(|i| u64::try_from(i).ok());
+    let version = doc["Version"].as_vec().and_then(|v| match v.as_slice() {
+        [major, minor, ..] => Some([uint(major)?, uint(minor)?]),
+        _ => None,
+    });
+    let kernels = doc["Kernels"]
+        .as_vec()
+        .map(|v| v.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|k| {
+            let p = &k["CodeProps"];
+            let n = |key: &str| uint(&p[key]);
+            Kernel {
+                name: k["Name"].as_str().unwrap_or_default().to_owned(),
+                symbol: k["SymbolName"].as_str().map(str::to_owned),
+                sgpr_count: n("NumSGPRs"),
+                vgpr_count: n("NumVGPRs"),
+                agpr_count: None,
+                sgpr_spill_count: n("NumSpilledSGPRs"),
+                vgpr_spill_count: n("NumSpilledVGPRs"),
+                lds_size: n("GroupSegmentFixedSize"),
+                scratch_size: n("PrivateSegmentFixedSize"),
+                uses_dynamic_stack: p["IsDynamicCallStack"].as_bool(),
+                wavefront_size: n("WavefrontSize"),
+                max_flat_workgroup_size: n("MaxFlatWorkGroupSize"),
+                kernarg_size: n("KernargSegmentSize"),
+            }
+        })
+        .collect();
+    Ok(Metadata {
+        format: MetadataFormat::Yaml,
+        version,
+        target: None,
+        kernels,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_v2_metadata_is_read() {
+        let doc = b"---\nVersion: [ 1, 0 ]\nKernels:\n  - Name: vadd\n    SymbolName: 'vadd@kd'\n    CodeProps:\n      KernargSegmentSize: 24\n      GroupSegmentFixedSize: 256\n      PrivateSegmentFixedSize: 0\n      WavefrontSize: 64\n      NumSGPRs: 16\n      NumVGPRs: 8\n      MaxFlatWorkGroupSize: 256\n...\n\0";
+        let md = from_yaml(doc).unwrap();
+        assert_eq!(md.version, Some([1, 0]));
+        assert_eq!(md.kernels.len(), 1);
+        let k = &md.kernels[0];
+        assert_eq!(
+            (k.name.as_str(), k.symbol.as_deref()),
+            ("vadd", Some("vadd@kd"))
+        );
+        assert_eq!(
+            (k.sgpr_count, k.vgpr_count, k.lds_size, k.kernarg_size),
+            (Some(16), Some(8), Some(256), Some(24))
+        );
+    }
+
+    #[test]
+    fn non_elf_input_is_an_error() {
+        assert_eq!(read(b"nope").unwrap_err(), MetadataError::NotElf64);
+    }
+}

@@ -1,0 +1,475 @@
+//! Compressed offload bundles ("CCOB"), versions 1–3, zlib or zstd.
+//!
+//! Layout (clang's OffloadBundler.cpp, `CompressedBundleHeader::tryParse`): "CCOB", u16
+//! version, u16 method (0 zlib, 1 zstd); v1: u32 uncompressed size, u64 hash; v2: u32 total
+//! size, u32 uncompressed size, u64 hash; v3: u64 total size, u64 uncompressed size, u64 hash.
+//! The payload is one zstd frame or zlib stream of an uncompressed bundle. The hash is the low
+//! 64 bits of the MD5 of the uncompressed bundle.
+
+use std::io::Read;
+
+use md5::{Digest, Md5};
+use rocpack_bytes::Bytes;
+
+use crate::error::{FormatError, Kind};
+
+/// The CCOB magic.
+pub const MAGIC: &[u8; 4] = b"CCOB";
+
+/// Compression method of a CCOB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// `llvm::compression::Format::Zlib` (0).
+    Zlib,
+    /// `llvm::compression::Format::Zstd` (1).
+    Zstd,
+}
+
+impl Method {
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Zlib => "zlib",
+            Method::Zstd => "zstd",
+        }
+    }
+}
+
+/// A CCOB header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CcobHeader {
+    /// 1, 2 or 3.
+    pub version: u16,
+    /// Compression method.
+    pub method: Method,
+    /// Header size: 20, 24 or 32 bytes.
+    pub header_size: u64,
+    /// Size of the whole CCOB (header + payload); `None` for v1, which has no such field.
+    pub total_size: Option<u64>,
+    /// Declared size of the uncompressed bundle.
+    pub uncompressed_size: u64,
+    /// Declared hash (low 64 bits of the MD5 of the uncompressed bundle).
+    pub hash: u64,
+}
+
+impl CcobHeader {
+    /// Parses the header at the start of `data`.
+    ///
+    /// # Errors
+    /// [`FormatError`] for a missing magic, an unknown version or method, a truncated header,
+    /// or a total size smaller than the header or larger than `data`.
+    pub fn parse(data: &[u8]) -> Result<Self, FormatError> {
+        let b = Bytes::new(data);
+        let err = |off, msg: String| FormatError::new(Kind::Ccob, off, msg);
+        if !b.has_at(0, MAGIC) {
+            return Err(err(0, "no CCOB magic".into()));
+        }
+        let version = b.u16(4).map_err(|_| err(4, "truncated version".into()))?;
+        let method = match b.u16(6).map_err(|_| err(6, "truncated method".into()))? {
+            0 => Method::Zlib,
+            1 => Method::Zstd,
+            m => return Err(err(6, format!("unknown compression method {m}"))),
+        };
+        let header_size = match version {
+            1 => 20,
+            2 => 24,
+            3 => 32,
+            v => return Err(err(4, format!("unknown CCOB version {v}"))),
+        };
+        if b.len() < header_size {
+            return Err(err(
+                0,
+                format!(
+                    "truncated v{version} header: {} of {header_size} bytes",
+                    b.len()
+                ),
+            ));
+        }
+        let r = |off| b.u64(off).unwrap_or(0);
+        let r32 = |off| u64::from(b.u32(off).unwrap_or(0));
+        let (total_size, uncompressed_size, hash) = match version {
+            1 => (None, r32(8), r(12)),
+            2 => (Some(r32(8)), r32(12), r(16)),
+            _ => (Some(r(8)), r(16), r(24)),
+        };
+        if let Some(total) = total_size {
+            if total < header_size {
+                return Err(err(
+                    8,
+                    format!("total size {total} is smaller than the {header_size}-byte header"),
+                ));
+            }
+            if total > b.len() {
+                return Err(err(
+                    8,
+                    format!(
+                        "total size {total} runs past the {} bytes available",
+                        b.len()
+                    ),
+                ));
+            }
+        }
+        Ok(CcobHeader {
+            version,
+            method,
+            header_size,
+            total_size,
+            uncompressed_size,
+            hash,
+        })
+    }
+
+    /// The compressed payload: up to the total size (v2/v3) or to the end of `data` (v1).
+    pub fn payload<'a>(&self, data: &'a [u8]) -> &'a [u8] {
+        let b = Bytes::new(data);
+        let end = self.total_size.unwrap_or(b.len());
+        b.read_at(self.header_size, end.saturating_sub(self.header_size))
+            .unwrap_or(&[])
+    }
+}
+
+/// Length of a version-1 payload, which has no size field: the zstd frame's compressed size
+/// (from its block headers, without decoding), or the zlib stream's length (by decoding it,
+/// discarding output, up to `ceiling` output bytes). `None` when it cannot be determined.
+pub fn v1_payload_len(header: &CcobHeader, data: &[u8], ceiling: u64) -> Option<u64> {
+    let payload = header.payload(data);
+    match header.method {
+        Method::Zstd => zstd::zstd_safe::find_frame_compressed_size(payload)
+            .ok()
+            .map(|n| n as u64),
+        Method::Zlib => {
+            let mut d = flate2::Decompress::new(true);
+            let mut scratch = vec![0u8; 64 << 10];
+            loop {
+                let consumed = d.total_in() as usize;
+                let input = payload.get(consumed..)?;
+                let status = d
+                    .decompress(input, &mut scratch, flate2::FlushDecompress::None)
+                    .ok()?;
+                if status == flate2::Status::StreamEnd {
+                    return Some(d.total_in());
+                }
+                if d.total_out() > ceiling
+                    || (input.is_empty() && status == flate2::Status::BufError)
+                {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// A streaming decoder over a CCOB payload that never produces more than the declared size,
+/// and so never more than the caller's ceiling.
+pub struct Stream<'a> {
+    inner: Box<dyn Read + 'a>,
+    pos: u64,
+    limit: u64,
+}
+
+impl<'a> Stream<'a> {
+    /// Starts decoding. `limit` is the most output that will be accepted (the declared
+    /// uncompressed size, already checked against the ceiling by the caller).
+    ///
+    /// # Errors
+    /// [`FormatError`] when the zstd decoder cannot be created.
+    pub fn new(method: Method, payload: &'a [u8], limit: u64) -> Result<Self, FormatError> {
+        let inner: Box<dyn Read + 'a> = match method {
+            Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
+            Method::Zstd => {
+                let mut d = zstd::stream::read::Decoder::with_buffer(payload)
+                    .map_err(|e| FormatError::new(Kind::Ccob, 0, format!("zstd decoder: {e}")))?
+                    .single_frame();
+                // clang writes frames with long-distance matching and a 2^27 window; refuse more.
+                d.window_log_max(27)
+                    .map_err(|e| FormatError::new(Kind::Ccob, 0, format!("zstd decoder: {e}")))?;
+                Box::new(d)
+            }
+        };
+        Ok(Stream {
+            inner,
+            pos: 0,
+            limit,
+        })
+    }
+
+    /// Bytes of output produced so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Reads up to `buf.len()` bytes; fewer only at the end of the stream.
+    ///
+    /// # Errors
+    /// A [`FormatError`] for corrupt compressed data or output beyond the limit.
+    pub fn read_full(&mut self, buf: &mut [u8]) -> Result<usize, FormatError> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            let rest = buf.get_mut(filled..).unwrap_or_default();
+            match self.inner.read(rest) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(FormatError::new(
+                        Kind::Ccob,
+                        0,
+                        format!(
+                            "corrupt compressed data after {} output bytes: {e}",
+                            self.pos + filled as u64
+                        ),
+                    ));
+                }
+            }
+        }
+        self.pos += filled as u64;
+        if self.pos > self.limit {
+            return Err(FormatError::new(
+                Kind::Ccob,
+                0,
+                format!(
+                    "decompresses to more than the declared {} bytes",
+                    self.limit
+                ),
+            ));
+        }
+        Ok(filled)
+    }
+
+    /// Discards output up to position `to`.
+    ///
+    /// # Errors
+    /// As [`Stream::read_full`]; also when the stream ends before `to`.
+    pub fn skip_to(&mut self, to: u64) -> Result<(), FormatError> {
+        let mut scratch = vec![0u8; 64 << 10];
+        while self.pos < to {
+            let want = (to - self.pos).min(scratch.len() as u64) as usize;
+            let n = self.read_full(scratch.get_mut(..want).unwrap_or_default())?;
+            if n < want {
+                return Err(FormatError::new(
+                    Kind::Ccob,
+                    0,
+                    format!(
+                        "compressed data ends at {} output bytes, before {to}",
+                        self.pos
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes (fewer at the end of the stream) into a new buffer.
+    ///
+    /// # Errors
+    /// As [`Stream::read_full`].
+    pub fn read_vec(&mut self, len: u64) -> Result<Vec<u8>, FormatError> {
+        // `len` comes from the file, so grow with the data actually produced.
+        let mut out = Vec::new();
+        let mut chunk = vec![0u8; (len.min(64 << 10)) as usize];
+        while (out.len() as u64) < len {
+            let want = ((len - out.len() as u64).min(chunk.len() as u64)) as usize;
+            let n = self.read_full(chunk.get_mut(..want).unwrap_or_default())?;
+            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            if n < want {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Why a CCOB could not be fully decompressed.
+pub fn check_ceiling(header: &CcobHeader, ceiling: u64) -> Result<(), FormatError> {
+    if header.uncompressed_size > ceiling {
+        return Err(FormatError::new(
+            Kind::Ccob,
+            if header.version == 1 { 8 } else { 12 },
+            format!(
+                "declares {} uncompressed bytes, more than the decompression limit of {ceiling} (raise it with --max-decompressed)",
+                header.uncompressed_size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Decompresses the whole payload, checking the declared size.
+///
+/// # Errors
+/// [`FormatError`] when the declared size exceeds `ceiling`, the data is corrupt, or the output
+/// size differs from the declared size.
+pub fn decompress(header: &CcobHeader, data: &[u8], ceiling: u64) -> Result<Vec<u8>, FormatError> {
+    check_ceiling(header, ceiling)?;
+    let mut stream = Stream::new(
+        header.method,
+        header.payload(data),
+        header.uncompressed_size,
+    )?;
+    let out = stream.read_vec(header.uncompressed_size)?;
+    // One more byte would mean the stream is longer than declared.
+    let mut probe = [0u8; 1];
+    if out.len() as u64 != header.uncompressed_size
+        || stream.read_full(&mut probe).is_err()
+        || stream.position() != header.uncompressed_size
+    {
+        return Err(FormatError::new(
+            Kind::Ccob,
+            0,
+            format!(
+                "decompressed to {} bytes, header declares {}",
+                out.len().max(stream.position() as usize),
+                header.uncompressed_size
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// The hash clang stores: the first 8 bytes of the MD5 digest as a little-endian u64.
+pub fn hash(data: &[u8]) -> u64 {
+    let digest = Md5::digest(data);
+    let mut low = [0u8; 8];
+    low.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(low)
+}
+
+/// Writes a CCOB. Used by tests and, later, by `rocpack compress`.
+pub fn compress(
+    bundle: &[u8],
+    version: u16,
+    method: Method,
+    level: i32,
+) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    let payload = match method {
+        Method::Zstd => {
+            let mut enc = zstd::stream::Encoder::new(Vec::new(), level)?;
+            enc.include_checksum(false)?;
+            enc.include_contentsize(true)?;
+            enc.set_pledged_src_size(Some(bundle.len() as u64))?;
+            enc.write_all(bundle)?;
+            enc.finish()?
+        }
+        Method::Zlib => {
+            let mut enc = flate2::write::ZlibEncoder::new(
+                Vec::new(),
+                flate2::Compression::new(level.clamp(0, 9) as u32),
+            );
+            enc.write_all(bundle)?;
+            enc.finish()?
+        }
+    };
+    let too_big = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("bundle exceeds the CCOB v{version} size limit"),
+        )
+    };
+    let mut out = MAGIC.to_vec();
+    out.extend(version.to_le_bytes());
+    out.extend((method as u16).to_le_bytes());
+    match version {
+        1 => out.extend(
+            u32::try_from(bundle.len())
+                .map_err(|_| too_big())?
+                .to_le_bytes(),
+        ),
+        2 => {
+            out.extend(
+                u32::try_from(24 + payload.len())
+                    .map_err(|_| too_big())?
+                    .to_le_bytes(),
+            );
+            out.extend(
+                u32::try_from(bundle.len())
+                    .map_err(|_| too_big())?
+                    .to_le_bytes(),
+            );
+        }
+        3 => {
+            out.extend((32 + payload.len() as u64).to_le_bytes());
+            out.extend((bundle.len() as u64).to_le_bytes());
+        }
+        v => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("unknown CCOB version {v}"),
+            ));
+        }
+    }
+    out.extend(hash(bundle).to_le_bytes());
+    out.extend(payload);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_version_and_method() {
+        let bundle =
+            crate::bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", &[7u8; 5000])]);
+        for version in 1..=3 {
+            for method in [Method::Zlib, Method::Zstd] {
+                let blob = compress(&bundle, version, method, 3).unwrap();
+                let h = CcobHeader::parse(&blob).unwrap();
+                assert_eq!((h.version, h.method), (version, method));
+                assert_eq!(h.total_size.unwrap_or(blob.len() as u64), blob.len() as u64);
+                assert_eq!(h.hash, hash(&bundle));
+                assert_eq!(decompress(&h, &blob, 1 << 30).unwrap(), bundle);
+                let mut s = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+                assert_eq!(s.read_vec(32).unwrap(), bundle[..32]);
+            }
+        }
+    }
+
+    #[test]
+    fn declared_size_is_checked_against_ceiling_and_output() {
+        let bundle =
+            crate::bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", &[1u8; 100])]);
+        let mut blob = compress(&bundle, 2, Method::Zstd, 3).unwrap();
+        let h = CcobHeader::parse(&blob).unwrap();
+        assert!(
+            decompress(&h, &blob, 10)
+                .unwrap_err()
+                .message
+                .contains("decompression limit")
+        );
+        // Claim one byte fewer than the real output.
+        blob[12..16].copy_from_slice(&(bundle.len() as u32 - 1).to_le_bytes());
+        let h = CcobHeader::parse(&blob).unwrap();
+        assert!(decompress(&h, &blob, 1 << 30).is_err());
+        // Claim 2^40 bytes in a v3 header: refused by the ceiling, nothing allocated.
+        let mut v3 = compress(&bundle, 3, Method::Zstd, 3).unwrap();
+        v3[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let h = CcobHeader::parse(&v3).unwrap();
+        assert!(decompress(&h, &v3, 1 << 30).is_err());
+    }
+
+    #[test]
+    fn header_errors_name_the_field() {
+        assert!(
+            CcobHeader::parse(b"CCOB\x09\x00\x01\x00")
+                .unwrap_err()
+                .message
+                .contains("version 9")
+        );
+        assert!(
+            CcobHeader::parse(b"CCOB\x02\x00\x07\x00")
+                .unwrap_err()
+                .message
+                .contains("method 7")
+        );
+        let mut h = compress(b"x", 2, Method::Zlib, 1).unwrap();
+        h[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(
+            CcobHeader::parse(&h)
+                .unwrap_err()
+                .message
+                .contains("runs past")
+        );
+    }
+}

@@ -1,0 +1,1244 @@
+//! The walk: find every container of device code in a file and every entry inside them.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rocpack_amdgpu::{CodeObjectHeader, looks_like_code_object, metadata};
+use rocpack_bytes::{Bytes, align_up, lossless_string};
+
+use crate::bundle::{self, BundleHeader};
+use crate::ccob::{self, CcobHeader};
+use crate::elf::{self, Elf, RelocKind};
+use crate::entry_id::EntryId;
+use crate::error::{FormatError, Kind};
+use crate::model::{
+    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,
+};
+use crate::offload_binary;
+
+/// The magic of `.hipFatBinSegment` wrappers: u32 0x48495046, u32 version 1.
+const WRAPPER_MAGIC: [u8; 8] = [0x46, 0x50, 0x49, 0x48, 1, 0, 0, 0];
+const WRAPPER_SIZE: u64 = 24;
+/// How deep containers may nest (archive in archive, bundle in bundle entry ...).
+const MAX_DEPTH: u32 = 8;
+/// Bytes of each entry decoded from a compressed bundle when only headers are wanted.
+const ENTRY_PREFIX: u64 = 4096;
+/// Default ceiling for a fully decompressed bundle (the largest seen in ROCm 7.1 is 171 MB).
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 1 << 30;
+
+/// Loads the members of thin archives, which name other files.
+pub trait ThinMemberLoader: Sync {
+    /// Calls `f` with the bytes of the file a thin member names (relative to the archive).
+    ///
+    /// # Errors
+    /// A message saying why the file could not be read.
+    fn with_member(&self, name: &str, f: &mut dyn FnMut(&[u8])) -> Result<(), String>;
+}
+
+/// What to read.
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
+    /// Decode each code object's kernel metadata (needs the whole code object; decompresses
+    /// CCOBs fully).
+    pub metadata: bool,
+    /// Fully decompress CCOBs (checks the size and hash; required to extract).
+    pub decompress: bool,
+    /// Ceiling for one fully decompressed bundle.
+    pub max_decompressed: u64,
+    /// Loader for thin archive members; without it they are reported as unreadable.
+    pub thin_loader: Option<&'a dyn ThinMemberLoader>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            metadata: false,
+            decompress: false,
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+            thin_loader: None,
+        }
+    }
+}
+
+/// A callback given every code object whose bytes are complete, with the inspection so far.
+pub type Sink<'s> = &'s mut dyn FnMut(&Inspection, &CodeObject, &[u8]);
+
+/// What the start of a buffer looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sniff {
+    /// `!<arch>\n`
+    Archive,
+    /// `!<thin>\n`
+    ThinArchive,
+    /// An AMDGPU ELF code object.
+    CodeObject,
+    /// Any other ELF file.
+    HostElf,
+    /// `__CLANG_OFFLOAD_BUNDLE__`
+    Bundle,
+    /// `CCOB`
+    Ccob,
+    /// OffloadBinary magic.
+    OffloadBinary,
+}
+
+/// Recognises a container by its first bytes; `None` for anything else.
+pub fn sniff(data: &[u8]) -> Option<Sniff> {
+    if data.starts_with(b"!<arch>\n") {
+        Some(Sniff::Archive)
+    } else if data.starts_with(b"!<thin>\n") {
+        Some(Sniff::ThinArchive)
+    } else if looks_like_code_object(data) {
+        Some(Sniff::CodeObject)
+    } else if elf::is_elf(data) {
+        Some(Sniff::HostElf)
+    } else if data.starts_with(bundle::MAGIC) {
+        Some(Sniff::Bundle)
+    } else if data.starts_with(ccob::MAGIC) {
+        Some(Sniff::Ccob)
+    } else if data.starts_with(offload_binary::MAGIC) {
+        Some(Sniff::OffloadBinary)
+    } else {
+        None
+    }
+}
+
+/// Inspects a whole file held in memory (usually an mmap).
+pub fn inspect(data: &[u8], opts: &Options<'_>) -> Inspection {
+    inspect_with(data, opts, None)
+}
+
+/// As [`inspect`], calling `sink` with the bytes of every complete entry.
+pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> Inspection {
+    let mut w = Walker {
+        opts,
+        out: Inspection::default(),
+        sink,
+        depth: 0,
+    };
+    let place = Place {
+        parent: None,
+        file_base: Some(0),
+        compressed: false,
+    };
+    if let Err(e) = w.any(data, place) {
+        w.diag_err(None, Some(0), e);
+    }
+    w.out
+}
+
+/// Where a buffer sits: its container, its offset in the file (when it is file bytes) and
+/// whether it came out of a compressed bundle.
+#[derive(Clone, Copy)]
+struct Place {
+    parent: Option<usize>,
+    file_base: Option<u64>,
+    compressed: bool,
+}
+
+impl Place {
+    /// The same parent, `offset` bytes further into the data.
+    fn shifted(self, offset: u64) -> Place {
+        Place {
+            file_base: self.file_base.and_then(|b| b.checked_add(offset)),
+            ..self
+        }
+    }
+
+    fn at(self, parent: usize, offset: u64) -> Place {
+        Place {
+            parent: Some(parent),
+            file_base: self.file_base.and_then(|b| b.checked_add(offset)),
+            compressed: self.compressed,
+        }
+    }
+}
+
+struct Walker<'o, 's> {
+    opts: &'o Options<'o>,
+    out: Inspection,
+    sink: Option<Sink<'s>>,
+    depth: u32,
+}
+
+/// Bytes of one entry: all of them, or only a prefix (decoded from a compressed stream).
+struct EntryBytes<'d> {
+    data: &'d [u8],
+    complete: bool,
+}
+
+impl Walker<'_, '_> {
+    fn container(
+        &mut self,
+        parent: Option<usize>,
+        kind: ContainerKind,
+        offset: u64,
+        file_offset: Option<u64>,
+        size: Option<u64>,
+    ) -> usize {
+        let id = self.out.containers.len();
+        self.out.containers.push(Container {
+            id,
+            parent,
+            kind,
+            file_offset,
+            offset,
+            size,
+        });
+        id
+    }
+
+    fn diag(
+        &mut self,
+        severity: Severity,
+        code: &'static str,
+        container: Option<usize>,
+        base: Option<u64>,
+        offset: u64,
+        message: String,
+    ) {
+        let (offset, offset_in_file) = match base.and_then(|b| b.checked_add(offset)) {
+            Some(o) => (o, true),
+            None => (offset, false),
+        };
+        self.out.diagnostics.push(Diagnostic {
+            severity,
+            code,
+            container,
+            offset: Some(offset),
+            offset_in_file,
+            message,
+        });
+    }
+
+    fn diag_err(&mut self, container: Option<usize>, base: Option<u64>, e: FormatError) {
+        let code = match e.kind {
+            Kind::Bundle => "malformed-bundle",
+            Kind::Ccob => "malformed-ccob",
+            Kind::OffloadBinary => "malformed-offload-binary",
+            Kind::Elf => "malformed-elf",
+            Kind::Archive => "malformed-archive",
+            Kind::CodeObject => "malformed-code-object",
+        };
+        self.diag(
+            Severity::Error,
+            code,
+            container,
+            base,
+            e.offset,
+            e.to_string(),
+        );
+    }
+
+    /// Dispatches on the magic. Returns whether the buffer was a container at all.
+    fn any(&mut self, data: &[u8], place: Place) -> Result<bool, FormatError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(FormatError::new(
+                Kind::Bundle,
+                0,
+                format!("containers nested more than {MAX_DEPTH} deep"),
+            ));
+        }
+        self.depth += 1;
+        let r = match sniff(data) {
+            None => Ok(false),
+            Some(Sniff::Archive) => self.archive(data, place, false).map(|()| true),
+            Some(Sniff::ThinArchive) => self.archive(data, place, true).map(|()| true),
+            Some(Sniff::CodeObject) => {
+                self.entry(
+                    place,
+                    None,
+                    None,
+                    EntryBytes {
+                        data,
+                        complete: true,
+                    },
+                    data.len() as u64,
+                    0,
+                );
+                Ok(true)
+            }
+            Some(Sniff::HostElf) => self.host_elf(data, place).map(|()| true),
+            // A bundle file may hold several bundles or CCOBs back to back.
+            Some(Sniff::Bundle | Sniff::Ccob) => {
+                self.walk_sequentially(data, place);
+                Ok(true)
+            }
+            Some(Sniff::OffloadBinary) => {
+                self.offloading(data, place);
+                Ok(true)
+            }
+        };
+        self.depth -= 1;
+        r
+    }
+
+    // ----- archives -------------------------------------------------------------------------
+
+    fn archive(&mut self, data: &[u8], place: Place, thin: bool) -> Result<(), FormatError> {
+        use object::read::archive::ArchiveFile;
+        let id = self.container(
+            place.parent,
+            ContainerKind::Archive { thin },
+            0,
+            place.file_base,
+            Some(data.len() as u64),
+        );
+        let archive = ArchiveFile::parse(data)
+            .map_err(|e| FormatError::new(Kind::Archive, 0, e.to_string()))?;
+        for member in archive.members() {
+            let member = match member {
+                Ok(m) => m,
+                Err(e) => {
+                    // The iterator cannot say where it stopped; the archive start is the best offset.
+                    self.diag(
+                        Severity::Error,
+                        "malformed-archive",
+                        Some(id),
+                        place.file_base,
+                        0,
+                        format!("archive: {e}; members after this point were not read"),
+                    );
+                    break;
+                }
+            };
+            let name = lossless_string(member.name());
+            let (offset, size) = member.file_range();
+            if member.is_thin() {
+                let mid = self.container(
+                    Some(id),
+                    ContainerKind::Member { name: name.clone() },
+                    offset,
+                    None,
+                    Some(size),
+                );
+                let mplace = Place {
+                    parent: Some(mid),
+                    file_base: None,
+                    compressed: place.compressed,
+                };
+                let Some(loader) = self.opts.thin_loader else {
+                    self.diag(
+                        Severity::Warning,
+                        "thin-member-unread",
+                        Some(mid),
+                        None,
+                        0,
+                        format!("thin archive member {name} names another file; it was not read"),
+                    );
+                    continue;
+                };
+                let mut result = Ok(false);
+                let loaded =
+                    loader.with_member(&name, &mut |bytes| result = self.any(bytes, mplace));
+                match (loaded, result) {
+                    (Err(msg), _) => self.diag(
+                        Severity::Error,
+                        "thin-member-unreadable",
+                        Some(mid),
+                        None,
+                        0,
+                        format!("thin archive member {name}: {msg}"),
+                    ),
+                    (Ok(()), Err(e)) => self.diag_err(Some(mid), None, e),
+                    (Ok(()), Ok(_)) => {}
+                }
+                continue;
+            }
+            let Ok(bytes) = member.data(data) else {
+                self.diag(
+                    Severity::Error,
+                    "malformed-archive",
+                    Some(id),
+                    place.file_base,
+                    offset,
+                    format!("member {name} runs past the end of the archive"),
+                );
+                continue;
+            };
+            if sniff(bytes).is_none() {
+                continue;
+            }
+            let mid = self.container(
+                Some(id),
+                ContainerKind::Member { name },
+                offset,
+                place.file_base.and_then(|b| b.checked_add(offset)),
+                Some(size),
+            );
+            let mplace = place.at(mid, offset);
+            if let Err(e) = self.any(
+                bytes,
+                Place {
+                    parent: Some(mid),
+                    ..mplace
+                },
+            ) {
+                self.diag_err(Some(mid), mplace.file_base, e);
+            }
+        }
+        Ok(())
+    }
+
+    // ----- host ELF -------------------------------------------------------------------------
+
+    fn host_elf(&mut self, data: &[u8], place: Place) -> Result<(), FormatError> {
+        let elf = Elf::parse(data)?;
+        let id = self.container(
+            place.parent,
+            ContainerKind::HostElf {
+                e_type: elf.e_type,
+                e_machine: elf.e_machine,
+                section_headers: !elf.sections.is_empty(),
+            },
+            0,
+            place.file_base,
+            Some(data.len() as u64),
+        );
+        let place = Place {
+            parent: Some(id),
+            ..place
+        };
+        let fatbin = elf.section(b".hip_fatbin").cloned();
+        let wrappers = elf.section(b".hipFatBinSegment").cloned();
+        match (fatbin, elf.sections.is_empty()) {
+            (Some(fb), _) => {
+                if let Err(e) = self.fatbin_section(&elf, &fb, wrappers.as_ref(), place) {
+                    self.diag_err(Some(id), place.file_base, e);
+                }
+            }
+            // Section headers stripped (or a .hip_fatbin without its name): find the wrappers
+            // in the writable segments and follow them.
+            (None, true) => self.fatbin_from_segments(&elf, place),
+            (None, false) if wrappers.is_some() => self.fatbin_from_segments(&elf, place),
+            (None, false) => {}
+        }
+        self.rdc_sections(&elf, place);
+        for s in elf
+            .sections
+            .iter()
+            .filter(|s| s.sh_type == elf::SHT_LLVM_OFFLOADING || s.name == b".llvm.offloading")
+        {
+            match elf.section_data(s) {
+                Ok(bytes) => {
+                    let sid = self.container(
+                        Some(id),
+                        ContainerKind::Section {
+                            name: lossless_string(s.name),
+                        },
+                        s.offset,
+                        place.file_base.and_then(|b| b.checked_add(s.offset)),
+                        Some(s.size),
+                    );
+                    self.offloading(bytes, place.at(sid, s.offset));
+                }
+                Err(e) => self.diag_err(Some(id), place.file_base, e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves the pointer in wrapper field at virtual address `field_vaddr` (in-place value
+    /// `in_place`), the way the dynamic loader would.
+    fn resolve_pointer(
+        elf: &Elf<'_>,
+        relocs: &mut Option<DynRelocs>,
+        field_vaddr: u64,
+        in_place: u64,
+        accept: &dyn Fn(u64) -> bool,
+    ) -> Option<(u64, &'static str)> {
+        // GNU ld also writes the addend of R_*_RELATIVE in place, and RELR stores it there: if
+        // the in-place value already lands on a bundle, the relocation table need not be read.
+        if in_place != 0 && accept(in_place) {
+            return Some((in_place, "in-place"));
+        }
+        let r = relocs.get_or_insert_with(|| DynRelocs::read(elf));
+        if let Some(rela) = r.rela.get(&field_vaddr) {
+            return match elf::reloc_kind(elf.e_machine, rela.r_type)? {
+                RelocKind::Relative => Some((rela.addend as u64, "rela-relative")),
+                RelocKind::Absolute => {
+                    let sym = elf.dynamic_symbol(rela.sym)?;
+                    (sym.shndx != 0)
+                        .then(|| (sym.value.wrapping_add(rela.addend as u64), "rela-symbol"))
+                }
+            };
+        }
+        (r.relr.contains(&field_vaddr) && in_place != 0).then_some((in_place, "relr"))
+    }
+
+    fn fatbin_section(
+        &mut self,
+        elf: &Elf<'_>,
+        fb: &elf::Section<'_>,
+        wrappers: Option<&elf::Section<'_>>,
+        place: Place,
+    ) -> Result<(), FormatError> {
+        let data = elf.section_data(fb)?;
+        let sid = self.container(
+            place.parent,
+            ContainerKind::Section {
+                name: ".hip_fatbin".into(),
+            },
+            fb.offset,
+            place.file_base.and_then(|b| b.checked_add(fb.offset)),
+            Some(fb.size),
+        );
+        let splace = place.at(sid, fb.offset);
+        let fdata = Bytes::new(data);
+        let is_bundle_at =
+            |off: u64| fdata.has_at(off, bundle::MAGIC) || fdata.has_at(off, ccob::MAGIC);
+
+        let mut starts = BTreeSet::new();
+        let mut had_wrappers = false;
+        if let Some(ws) = wrappers {
+            let wdata = Bytes::new(elf.section_data(ws)?);
+            if wdata.len() % WRAPPER_SIZE != 0 {
+                self.diag(
+                    Severity::Warning,
+                    "wrapper-table-size",
+                    Some(sid),
+                    place.file_base,
+                    ws.offset,
+                    format!(
+                        ".hipFatBinSegment is {} bytes, not a multiple of {WRAPPER_SIZE}",
+                        wdata.len()
+                    ),
+                );
+            }
+            let mut relocs = None;
+            let reloc_for_object =
+                (elf.e_type == elf::ET_REL).then(|| object_relocs(elf, ws.index));
+            for i in 0..wdata.len() / WRAPPER_SIZE {
+                let at = i * WRAPPER_SIZE;
+                let file_at = ws.offset.saturating_add(at);
+                if !wdata.has_at(at, &WRAPPER_MAGIC) {
+                    self.diag(Severity::Warning, "bad-wrapper", Some(sid), place.file_base, file_at, format!("wrapper #{i} in .hipFatBinSegment lacks the HIPF magic and version 1; skipped"));
+                    continue;
+                }
+                had_wrappers = true;
+                let in_place = wdata.u64(at + 8).unwrap_or(0);
+                let target = match &reloc_for_object {
+                    // A relocatable object: the pointer is a relocation against a symbol of .hip_fatbin.
+                    Some(rel) => rel.get(&(at + 8)).and_then(|&(sym_table, sym, addend)| {
+                        let s = elf.symbol(sym_table, sym)?;
+                        (usize::from(s.shndx) == fb.index)
+                            .then(|| fb.addr.wrapping_add(s.value).wrapping_add(addend as u64))
+                    }),
+                    None => {
+                        let accept = |p: u64| {
+                            p.checked_sub(fb.addr)
+                                .is_some_and(|o| o < fb.size && is_bundle_at(o))
+                        };
+                        Self::resolve_pointer(
+                            elf,
+                            &mut relocs,
+                            ws.addr.wrapping_add(at + 8),
+                            in_place,
+                            &accept,
+                        )
+                        .map(|(p, _)| p)
+                    }
+                };
+                match target.and_then(|p| p.checked_sub(fb.addr).filter(|o| *o < fb.size)) {
+                    Some(off) => {
+                        starts.insert(off);
+                    }
+                    None => self.diag(
+                        Severity::Warning,
+                        "wrapper-outside-fatbin",
+                        Some(sid),
+                        place.file_base,
+                        file_at,
+                        match target {
+                            Some(p) => format!("wrapper #{i} points to {p:#x}, outside .hip_fatbin [{:#x}, {:#x})", fb.addr, fb.addr.saturating_add(fb.size)),
+                            None => format!("wrapper #{i}: its pointer could not be resolved (in-place value {in_place:#x}, no usable relocation)"),
+                        },
+                    ),
+                }
+            }
+        }
+        if starts.is_empty() {
+            if had_wrappers {
+                self.diag(
+                    Severity::Warning,
+                    "sequential-walk",
+                    Some(sid),
+                    splace.file_base,
+                    0,
+                    "no wrapper pointer could be used; walking .hip_fatbin sequentially".into(),
+                );
+            }
+            self.walk_sequentially(data, splace);
+            return Ok(());
+        }
+        self.bundles_at(data, &starts, splace, true);
+        Ok(())
+    }
+
+    /// Reads the bundles starting at `starts` (offsets in `data`, which holds the fat binary
+    /// region). When `probe` is set, looks at the 4096-aligned end of each bundle for a bundle
+    /// no wrapper points to.
+    fn bundles_at(&mut self, data: &[u8], starts: &BTreeSet<u64>, place: Place, probe: bool) {
+        let b = Bytes::new(data);
+        let mut queue: Vec<u64> = starts.iter().copied().collect();
+        let mut done = BTreeSet::new();
+        let mut index = 0;
+        while let Some(pos) = queue.first().copied() {
+            queue.remove(0);
+            if !done.insert(pos) {
+                continue;
+            }
+            let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
+            let slice = b.read_at(pos, limit - pos).unwrap_or_default();
+            let end = match self.bundle_or_ccob(slice, place, pos, index) {
+                Ok(end) => end,
+                Err(e) => {
+                    self.diag_err(
+                        place.parent,
+                        place.file_base,
+                        FormatError {
+                            offset: e.offset.saturating_add(pos),
+                            ..e
+                        },
+                    );
+                    None
+                }
+            };
+            index += 1;
+            if let (true, Some(end)) = (probe, end) {
+                let next = align_up(pos.saturating_add(end), 4096).unwrap_or(u64::MAX);
+                if next < limit
+                    && (b.has_at(next, bundle::MAGIC) || b.has_at(next, ccob::MAGIC))
+                    && !starts.contains(&next)
+                {
+                    self.diag(Severity::Warning, "unreferenced-bundle", place.parent, place.file_base, next, "a bundle here is not referenced by any .hipFatBinSegment wrapper; read anyway".into());
+                    queue.insert(0, next);
+                }
+            }
+        }
+    }
+
+    /// Walks a fat binary region bundle by bundle, skipping zero padding.
+    fn walk_sequentially(&mut self, data: &[u8], place: Place) {
+        let b = Bytes::new(data);
+        let mut pos = 0u64;
+        let mut index = 0;
+        loop {
+            let rest = b.tail(pos).unwrap_or_default();
+            let Some(skip) = rest.iter().position(|&c| c != 0) else {
+                break;
+            };
+            pos += skip as u64;
+            let slice = b.tail(pos).unwrap_or_default();
+            if sniff(slice).is_none_or(|s| !matches!(s, Sniff::Bundle | Sniff::Ccob)) {
+                self.diag(
+                    Severity::Warning,
+                    "fatbin-garbage",
+                    place.parent,
+                    place.file_base,
+                    pos,
+                    "bytes that are neither padding nor a bundle; the sequential walk stops here"
+                        .into(),
+                );
+                break;
+            }
+            match self.bundle_or_ccob(slice, place, pos, index) {
+                Ok(Some(end)) if end > 0 => pos = pos.saturating_add(end),
+                Ok(_) => break,
+                Err(e) => {
+                    self.diag_err(
+                        place.parent,
+                        place.file_base,
+                        FormatError {
+                            offset: e.offset.saturating_add(pos),
+                            ..e
+                        },
+                    );
+                    break;
+                }
+            }
+            index += 1;
+        }
+    }
+
+    /// Reads the bundle or CCOB at the start of `data` (at `offset` in the place's data);
+    /// returns its size when known.
+    fn bundle_or_ccob(
+        &mut self,
+        data: &[u8],
+        place: Place,
+        offset: u64,
+        index: usize,
+    ) -> Result<Option<u64>, FormatError> {
+        if data.starts_with(ccob::MAGIC) {
+            self.ccob(data, place.shifted(offset), Some(index))
+        } else if data.starts_with(bundle::MAGIC) {
+            self.bundle(data, place.shifted(offset), Some(index))
+                .map(Some)
+        } else {
+            Err(FormatError::new(
+                Kind::Bundle,
+                0,
+                "a wrapper points here, but there is no bundle or CCOB magic",
+            ))
+        }
+    }
+
+    fn fatbin_from_segments(&mut self, elf: &Elf<'_>, place: Place) {
+        let mut relocs = None;
+        let mut starts: Vec<(u64, u64)> = Vec::new();
+        for seg in elf
+            .segments
+            .iter()
+            .filter(|p| p.p_type == elf::PT_LOAD && p.flags & elf::PF_W != 0)
+        {
+            let bytes = elf.data.read_at_most(seg.offset, seg.filesz);
+            let mut at = 0usize;
+            while let Some(found) = bytes.get(at..).and_then(|r| find(r, &WRAPPER_MAGIC)) {
+                let pos = at + found;
+                at = pos + 8;
+                if pos % 8 != 0 {
+                    continue;
+                }
+                let w = Bytes::new(bytes);
+                let in_place = w.u64(pos as u64 + 8).unwrap_or(0);
+                let field_vaddr = seg.vaddr.wrapping_add(pos as u64 + 8);
+                let accept = |p: u64| {
+                    elf.vaddr_to_offset(p).is_some_and(|o| {
+                        elf.data.has_at(o, bundle::MAGIC) || elf.data.has_at(o, ccob::MAGIC)
+                    })
+                };
+                if let Some(off) =
+                    Self::resolve_pointer(elf, &mut relocs, field_vaddr, in_place, &accept)
+                        .and_then(|(p, _)| elf.vaddr_to_offset(p))
+                        .filter(|&o| accept_offset(elf, o))
+                {
+                    if let Some(seg) = elf.load_segment_at_offset(off) {
+                        starts.push((off, seg.offset.saturating_add(seg.filesz)));
+                    }
+                }
+            }
+        }
+        if starts.is_empty() {
+            return;
+        }
+        // Treat the span from the first bundle to the end of its segment as the fat binary.
+        starts.sort_unstable();
+        starts.dedup();
+        let (first, end) = starts.first().copied().unwrap_or_default();
+        let region = elf.data.read_at_most(first, end.saturating_sub(first));
+        let sid = self.container(
+            place.parent,
+            ContainerKind::Section {
+                name: ".hip_fatbin (found through program headers)".into(),
+            },
+            first,
+            place.file_base.and_then(|b| b.checked_add(first)),
+            None,
+        );
+        let set: BTreeSet<u64> = starts
+            .iter()
+            .filter(|(o, _)| *o - first < region.len() as u64)
+            .map(|(o, _)| o - first)
+            .collect();
+        self.bundles_at(region, &set, place.at(sid, first), false);
+
+        fn accept_offset(elf: &Elf<'_>, o: u64) -> bool {
+            elf.data.has_at(o, bundle::MAGIC) || elf.data.has_at(o, ccob::MAGIC)
+        }
+    }
+
+    fn rdc_sections(&mut self, elf: &Elf<'_>, place: Place) {
+        const PREFIX: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+        let sections: Vec<_> = elf
+            .sections
+            .iter()
+            .filter(|s| s.name.starts_with(PREFIX))
+            .collect();
+        if sections.is_empty() {
+            return;
+        }
+        let cid = self.container(place.parent, ContainerKind::OffloadSections, 0, None, None);
+        for (index, s) in sections.into_iter().enumerate() {
+            let id = EntryId::parse(&lossless_string(
+                s.name.get(PREFIX.len()..).unwrap_or_default(),
+            ));
+            match elf.section_data(s) {
+                Ok(bytes) => {
+                    let eplace = Place {
+                        parent: Some(cid),
+                        file_base: place.file_base,
+                        compressed: place.compressed,
+                    };
+                    self.entry(
+                        eplace,
+                        Some(index),
+                        Some(id),
+                        EntryBytes {
+                            data: bytes,
+                            complete: true,
+                        },
+                        s.size,
+                        s.offset,
+                    );
+                }
+                Err(e) => self.diag_err(Some(cid), place.file_base, e),
+            }
+        }
+    }
+
+    // ----- bundles ----------------------------------------------------------------------------
+
+    fn bundle(
+        &mut self,
+        data: &[u8],
+        place: Place,
+        fatbin_index: Option<usize>,
+    ) -> Result<u64, FormatError> {
+        let header = bundle::parse(data, true)?;
+        let end = header.end();
+        let cid = self.container(
+            place.parent,
+            ContainerKind::Bundle {
+                entries: header.entries.len(),
+                fatbin_index,
+            },
+            0,
+            place.file_base,
+            Some(end),
+        );
+        // The container's own offset is relative to its parent; fix it up from the place.
+        let bplace = Place {
+            parent: Some(cid),
+            ..place
+        };
+        self.check_overlaps(&header, cid, place.file_base);
+        for e in &header.entries {
+            let bytes = Bytes::new(data)
+                .read_at(e.offset, e.size)
+                .unwrap_or_default();
+            self.entry(
+                bplace,
+                Some(e.index),
+                Some(e.id.clone()),
+                EntryBytes {
+                    data: bytes,
+                    complete: true,
+                },
+                e.size,
+                e.offset,
+            );
+        }
+        Ok(end)
+    }
+
+    fn check_overlaps(&mut self, header: &BundleHeader, cid: usize, base: Option<u64>) {
+        for (a, b) in bundle::overlaps(header) {
+            self.diag(
+                Severity::Warning,
+                "overlapping-entries",
+                Some(cid),
+                base,
+                0,
+                format!("entries #{a} and #{b} overlap"),
+            );
+        }
+    }
+
+    fn ccob(
+        &mut self,
+        data: &[u8],
+        place: Place,
+        fatbin_index: Option<usize>,
+    ) -> Result<Option<u64>, FormatError> {
+        let h = CcobHeader::parse(data)?;
+        let cid = self.container(
+            place.parent,
+            ContainerKind::Ccob {
+                version: h.version,
+                method: h.method,
+                total_size: h.total_size,
+                uncompressed_size: h.uncompressed_size,
+                hash: format!("{:016x}", h.hash),
+                hash_ok: None,
+                fatbin_index,
+            },
+            0,
+            place.file_base,
+            h.total_size,
+        );
+        let inner = Place {
+            parent: Some(cid),
+            file_base: None,
+            compressed: true,
+        };
+        if self.opts.decompress || self.opts.metadata {
+            let bytes = match ccob::decompress(&h, data, self.opts.max_decompressed) {
+                Ok(b) => b,
+                Err(e) => {
+                    // Report it, but keep the size so a walk can continue after this CCOB.
+                    self.diag_err(Some(cid), place.file_base, e);
+                    return Ok(h.total_size);
+                }
+            };
+            let ok = ccob::hash(&bytes) == h.hash;
+            if let Some(ContainerKind::Ccob { hash_ok, .. }) =
+                self.out.containers.get_mut(cid).map(|c| &mut c.kind)
+            {
+                *hash_ok = Some(ok);
+            }
+            if !ok {
+                self.diag(Severity::Warning, "ccob-hash-mismatch", Some(cid), place.file_base, 16, format!("stored hash {:016x} differs from the MD5-based hash {:016x} of the decompressed bundle", h.hash, ccob::hash(&bytes)));
+            }
+            if let Err(e) = self.bundle(&bytes, inner, None) {
+                self.diag_err(Some(cid), None, e);
+            }
+        } else if let Err(e) = self.ccob_headers(&h, data, inner) {
+            self.diag_err(Some(cid), None, e);
+        }
+        Ok(h.total_size.or_else(|| {
+            ccob::v1_payload_len(&h, data, self.opts.max_decompressed).map(|n| h.header_size + n)
+        }))
+    }
+
+    /// Decodes a CCOB only as far as the entry table and the first bytes of each entry.
+    fn ccob_headers(
+        &mut self,
+        h: &CcobHeader,
+        data: &[u8],
+        place: Place,
+    ) -> Result<(), FormatError> {
+        let limit = h.uncompressed_size.min(self.opts.max_decompressed);
+        let mut stream = ccob::Stream::new(h.method, h.payload(data), h.uncompressed_size)?;
+        let mut prefix = Vec::new();
+        let header_len = loop {
+            if let Some(n) = bundle::header_len(&prefix)? {
+                break n;
+            }
+            if prefix.len() as u64 >= limit {
+                return Err(FormatError::new(
+                    Kind::Ccob,
+                    0,
+                    format!("no complete bundle header in the first {limit} decompressed bytes"),
+                ));
+            }
+            let chunk = stream.read_vec(16 << 10)?;
+            if chunk.is_empty() {
+                return Err(FormatError::new(
+                    Kind::Ccob,
+                    0,
+                    format!(
+                        "compressed data ends after {} bytes, inside the bundle header",
+                        prefix.len()
+                    ),
+                ));
+            }
+            prefix.extend(chunk);
+        };
+        let header = bundle::parse(prefix.get(..header_len as usize).unwrap_or_default(), false)?;
+        let cid = self.container(
+            place.parent,
+            ContainerKind::Bundle {
+                entries: header.entries.len(),
+                fatbin_index: None,
+            },
+            0,
+            None,
+            Some(h.uncompressed_size),
+        );
+        let bplace = Place {
+            parent: Some(cid),
+            ..place
+        };
+        self.check_overlaps(&header, cid, None);
+        let mut order: Vec<_> = header.entries.iter().collect();
+        order.sort_by_key(|e| e.offset);
+        let mut pending: HashMap<usize, Vec<u8>> = HashMap::new();
+        for e in order {
+            let end = e.offset.checked_add(e.size);
+            if end.is_none_or(|end| end > h.uncompressed_size) {
+                self.diag(Severity::Error, "malformed-bundle", Some(cid), None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw, e.offset, e.size, h.uncompressed_size));
+                continue;
+            }
+            if e.size == 0 {
+                pending.insert(e.index, Vec::new());
+                continue;
+            }
+            if e.offset > limit {
+                self.diag(
+                    Severity::Error,
+                    "decompression-limit",
+                    Some(cid),
+                    None,
+                    e.offset,
+                    format!(
+                        "entry #{} starts past the decompression limit of {limit} bytes",
+                        e.index
+                    ),
+                );
+                continue;
+            }
+            let want = e.size.min(ENTRY_PREFIX);
+            let bytes = if e.offset >= stream.position() {
+                // Entries before the stream position are served from the prefix buffer.
+                match stream
+                    .skip_to(e.offset)
+                    .and_then(|()| stream.read_vec(want))
+                {
+                    Ok(b) => b,
+                    Err(err) => {
+                        self.diag_err(Some(cid), None, err);
+                        break;
+                    }
+                }
+            } else {
+                Bytes::new(&prefix).read_at_most(e.offset, want).to_vec()
+            };
+            if (bytes.len() as u64) < want {
+                self.diag(
+                    Severity::Error,
+                    "malformed-ccob",
+                    Some(cid),
+                    None,
+                    e.offset,
+                    format!("compressed data ends inside entry #{}", e.index),
+                );
+            }
+            pending.insert(e.index, bytes);
+        }
+        for e in &header.entries {
+            if let Some(bytes) = pending.remove(&e.index) {
+                let complete = bytes.len() as u64 == e.size;
+                self.entry(
+                    bplace,
+                    Some(e.index),
+                    Some(e.id.clone()),
+                    EntryBytes {
+                        data: &bytes,
+                        complete,
+                    },
+                    e.size,
+                    e.offset,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    // ----- OffloadBinary ----------------------------------------------------------------------
+
+    fn offloading(&mut self, data: &[u8], place: Place) {
+        let (bins, err) = offload_binary::parse_all(data);
+        for (index, (offset, bin)) in bins.into_iter().enumerate() {
+            let bid = self.container(
+                place.parent,
+                ContainerKind::OffloadBinary {
+                    version: bin.version,
+                    index,
+                },
+                offset,
+                place.file_base.and_then(|b| b.checked_add(offset)),
+                Some(bin.size),
+            );
+            let bplace = place.at(bid, offset);
+            if bin.compressed {
+                self.diag(
+                    Severity::Warning,
+                    "compressed-offload-binary",
+                    Some(bid),
+                    place.file_base,
+                    offset,
+                    "compressed OffloadBinary (v3) entries are not decoded yet".into(),
+                );
+            }
+            let bin_bytes = Bytes::new(Bytes::new(data).tail(offset).unwrap_or_default());
+            for (i, img) in bin.images.iter().enumerate() {
+                let kind = if img.is_hip(bin.version) {
+                    "hip"
+                } else {
+                    "offload"
+                };
+                let raw = format!(
+                    "{kind}-{}--{}",
+                    img.string("triple").unwrap_or("unknown"),
+                    img.string("arch").unwrap_or("")
+                );
+                let mut id = EntryId::parse(&raw);
+                id.kind = kind.into();
+                let bytes = bin_bytes
+                    .read_at(img.image_offset, img.image_size)
+                    .unwrap_or_default();
+                self.entry(
+                    bplace,
+                    Some(i),
+                    Some(id),
+                    EntryBytes {
+                        data: bytes,
+                        complete: true,
+                    },
+                    img.image_size,
+                    img.image_offset,
+                );
+            }
+        }
+        if let Some(e) = err {
+            self.diag_err(place.parent, place.file_base, e);
+        }
+    }
+
+    // ----- entries ----------------------------------------------------------------------------
+
+    fn entry(
+        &mut self,
+        place: Place,
+        index: Option<usize>,
+        id: Option<EntryId>,
+        bytes: EntryBytes<'_>,
+        size: u64,
+        offset: u64,
+    ) {
+        let host = id.as_ref().is_some_and(|i| !i.is_device());
+        let data = bytes.data;
+        let file_offset = place.file_base.and_then(|b| b.checked_add(offset));
+        let format = if size == 0 {
+            ImageFormat::Empty
+        } else if looks_like_code_object(data) {
+            ImageFormat::CodeObject
+        } else if data.starts_with(b"BC\xc0\xde") || data.starts_with(&[0xde, 0xc0, 0x17, 0x0b]) {
+            ImageFormat::Bitcode
+        } else {
+            ImageFormat::Other
+        };
+        let mut header = None;
+        let mut target = None;
+        if format == ImageFormat::CodeObject {
+            match CodeObjectHeader::parse(data) {
+                Ok(h) => {
+                    let mut t = h.target();
+                    if h.mach == 0 && bytes.complete {
+                        // Code object V2 from older compilers: the processor is in a note.
+                        if let Some(p) = metadata::isa_version_processor(data) {
+                            t.processor = p;
+                        }
+                    }
+                    target = Some(t);
+                    header = Some(h);
+                }
+                Err(e) => self.diag(
+                    Severity::Error,
+                    "malformed-code-object",
+                    place.parent,
+                    place.file_base,
+                    offset,
+                    format!("entry {}: {e}", id.as_ref().map_or("-", |i| i.raw.as_str())),
+                ),
+            }
+        } else if format == ImageFormat::Bitcode {
+            target = id.as_ref().and_then(EntryId::target_id);
+        }
+        if let (Some(id), Some(t), true) = (&id, &target, format == ImageFormat::CodeObject) {
+            if let Some(declared) = id.target_id() {
+                if declared != *t {
+                    self.diag(
+                        Severity::Warning,
+                        "entry-target-mismatch",
+                        place.parent,
+                        place.file_base,
+                        offset,
+                        format!("entry ID {} names {declared}, but the code object's own header says {t}", id.raw),
+                    );
+                }
+            }
+        }
+        let mut md = None;
+        if self.opts.metadata && format == ImageFormat::CodeObject && bytes.complete {
+            match metadata::read(data) {
+                Ok(m) => md = m,
+                Err(e) => self.diag(
+                    Severity::Error,
+                    "malformed-metadata",
+                    place.parent,
+                    place.file_base,
+                    offset,
+                    format!("entry {}: {e}", id.as_ref().map_or("-", |i| i.raw.as_str())),
+                ),
+            }
+        }
+        let nested = format == ImageFormat::Other
+            && matches!(
+                sniff(data),
+                Some(Sniff::Bundle | Sniff::Ccob | Sniff::OffloadBinary)
+            )
+            && bytes.complete;
+        let co = CodeObject {
+            container: place.parent,
+            entry_index: index,
+            entry_id: id.as_ref().map(|i| i.raw.clone()),
+            offload_kind: id.as_ref().map(|i| i.kind.clone()),
+            host,
+            offset,
+            file_offset,
+            size,
+            compressed: place.compressed,
+            format,
+            header,
+            target,
+            metadata: md,
+        };
+        if bytes.complete {
+            if let Some(sink) = self.sink.as_mut() {
+                sink(&self.out, &co, data);
+            }
+        }
+        self.out.code_objects.push(co);
+        if nested {
+            let nplace = Place {
+                parent: place.parent,
+                file_base: file_offset,
+                compressed: place.compressed,
+            };
+            if let Err(e) = self.any(data, nplace) {
+                self.diag_err(place.parent, file_offset, e);
+            }
+        }
+    }
+}
+
+/// Relocations of a relocatable object that apply to section `target`: offset in the section →
+/// (symbol table section, symbol index, addend).
+fn object_relocs(elf: &Elf<'_>, target: usize) -> HashMap<u64, (usize, u32, i64)> {
+    let mut out = HashMap::new();
+    for s in elf
+        .sections
+        .iter()
+        .filter(|s| s.sh_type == elf::SHT_RELA && s.info as usize == target)
+    {
+        if let Ok(data) = elf.section_data(s) {
+            for r in elf::parse_rela(data) {
+                if elf::reloc_kind(elf.e_machine, r.r_type) == Some(RelocKind::Absolute) {
+                    out.insert(r.offset, (s.link as usize, r.sym, r.addend));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The dynamic relocations, indexed by the address they patch.
+struct DynRelocs {
+    rela: HashMap<u64, elf::Rela>,
+    relr: BTreeSet<u64>,
+}
+
+impl DynRelocs {
+    fn read(elf: &Elf<'_>) -> Self {
+        let (rela, relr) = elf.dynamic_relocations();
+        DynRelocs {
+            rela: rela.into_iter().map(|r| (r.offset, r)).collect(),
+            relr: relr.into_iter().collect(),
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}

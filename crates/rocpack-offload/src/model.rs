@@ -1,0 +1,259 @@
+//! The plain result of inspecting one file: containers, code objects, diagnostics.
+
+use rocpack_amdgpu::{CodeObjectHeader, Metadata, TargetId};
+use serde::Serialize;
+
+use crate::ccob::Method;
+
+/// What a container is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ContainerKind {
+    /// A host ELF file (shared library, executable, relocatable object).
+    HostElf {
+        /// `e_type`: 1 relocatable, 2 executable, 3 shared object / PIE.
+        e_type: u16,
+        /// `e_machine`.
+        e_machine: u16,
+        /// Whether the file has section headers.
+        section_headers: bool,
+    },
+    /// An ELF section that holds device code.
+    Section {
+        /// Section name.
+        name: String,
+    },
+    /// The `-fgpu-rdc` per-target `__CLANG_OFFLOAD_BUNDLE__<id>` sections of an object.
+    OffloadSections,
+    /// A static archive.
+    Archive {
+        /// Whether it is a thin archive (members are paths to other files).
+        thin: bool,
+    },
+    /// An archive member.
+    Member {
+        /// Member name.
+        name: String,
+    },
+    /// An uncompressed clang offload bundle.
+    Bundle {
+        /// Number of entries in its table.
+        entries: usize,
+        /// Index among the bundles of the enclosing `.hip_fatbin`, if any.
+        fatbin_index: Option<usize>,
+    },
+    /// A compressed offload bundle.
+    Ccob {
+        /// Format version 1–3.
+        version: u16,
+        /// Compression method.
+        method: Method,
+        /// Total size (v2/v3).
+        total_size: Option<u64>,
+        /// Declared uncompressed size.
+        uncompressed_size: u64,
+        /// Declared hash.
+        hash: String,
+        /// Whether the hash matched (`None` when the payload was not fully decompressed).
+        hash_ok: Option<bool>,
+        /// Index among the bundles of the enclosing `.hip_fatbin`, if any.
+        fatbin_index: Option<usize>,
+    },
+    /// One LLVM OffloadBinary.
+    OffloadBinary {
+        /// Format version 1–3.
+        version: u32,
+        /// Index within its section.
+        index: usize,
+    },
+}
+
+/// One container found in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Container {
+    /// Index in [`Inspection::containers`].
+    pub id: usize,
+    /// The enclosing container.
+    pub parent: Option<usize>,
+    /// What it is.
+    #[serde(flatten)]
+    pub kind: ContainerKind,
+    /// Offset in the file, when the container lies in the file's own bytes (not inside
+    /// decompressed data).
+    pub file_offset: Option<u64>,
+    /// Offset within the parent's (possibly decompressed) data.
+    pub offset: u64,
+    /// Size in bytes, when known.
+    pub size: Option<u64>,
+}
+
+impl Container {
+    /// A short label such as `.hip_fatbin[3]` or `ccob-v2-zstd`.
+    pub fn label(&self) -> String {
+        match &self.kind {
+            ContainerKind::HostElf { .. } => "elf".into(),
+            ContainerKind::Section { name } => name.clone(),
+            ContainerKind::OffloadSections => "__CLANG_OFFLOAD_BUNDLE__ sections".into(),
+            ContainerKind::Archive { thin: true } => "thin archive".into(),
+            ContainerKind::Archive { thin: false } => "archive".into(),
+            ContainerKind::Member { name } => format!("member {name}"),
+            ContainerKind::Bundle {
+                fatbin_index: Some(i),
+                ..
+            } => format!("bundle #{i}"),
+            ContainerKind::Bundle { .. } => "bundle".into(),
+            ContainerKind::Ccob {
+                version,
+                method,
+                fatbin_index,
+                ..
+            } => match fatbin_index {
+                Some(i) => format!("bundle #{i} (ccob v{version} {})", method.name()),
+                None => format!("ccob v{version} {}", method.name()),
+            },
+            ContainerKind::OffloadBinary { index, .. } => format!("offload binary #{index}"),
+        }
+    }
+}
+
+/// What the bytes of an entry are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImageFormat {
+    /// An AMDGPU ELF code object.
+    CodeObject,
+    /// LLVM bitcode (`-fgpu-rdc`, new-driver objects).
+    Bitcode,
+    /// A host ELF object or something else that is not device code.
+    Other,
+    /// No bytes (the host placeholder of HIP bundles).
+    Empty,
+}
+
+/// One entry of a bundle / OffloadBinary / section, or a bare code object.
+#[derive(Debug, Clone, Serialize)]
+pub struct CodeObject {
+    /// The innermost container; `None` for a bare code object file.
+    pub container: Option<usize>,
+    /// Index of the entry within its container.
+    pub entry_index: Option<usize>,
+    /// Bundle entry ID as stored (or synthesized from OffloadBinary strings).
+    pub entry_id: Option<String>,
+    /// Offload kind from the entry ID (`hipv4`, `hip`, `host`, ...).
+    pub offload_kind: Option<String>,
+    /// Whether this is a host entry (listed only on request).
+    pub host: bool,
+    /// Offset of the entry's bytes within its container's data.
+    pub offset: u64,
+    /// Offset in the file, when the entry lies in the file's own bytes.
+    pub file_offset: Option<u64>,
+    /// Size of the entry in bytes.
+    pub size: u64,
+    /// Whether the entry was inside a compressed bundle.
+    pub compressed: bool,
+    /// What the bytes are.
+    pub format: ImageFormat,
+    /// The code object's ELF header, when it is one.
+    pub header: Option<CodeObjectHeader>,
+    /// Canonical target ID: from the code object's own header, else (bitcode) from the entry ID.
+    pub target: Option<TargetId>,
+    /// Kernel metadata, when requested and present.
+    pub metadata: Option<Metadata>,
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something unusual that does not stop reading.
+    Warning,
+    /// Part of the file could not be read.
+    Error,
+}
+
+/// Something found wrong while reading.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Warning or error.
+    pub severity: Severity,
+    /// Stable kebab-case code.
+    pub code: &'static str,
+    /// The container it concerns.
+    pub container: Option<usize>,
+    /// Byte offset in the file when known, else within the container's data.
+    pub offset: Option<u64>,
+    /// Whether `offset` is a file offset.
+    pub offset_in_file: bool,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Everything read from one file.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Inspection {
+    /// Containers, parents before children.
+    pub containers: Vec<Container>,
+    /// Code objects (and other entries), in file order.
+    pub code_objects: Vec<CodeObject>,
+    /// Problems found.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Inspection {
+    /// The chain of containers from the outermost to `id`.
+    pub fn chain(&self, id: Option<usize>) -> Vec<&Container> {
+        let mut out = Vec::new();
+        let mut cur = id;
+        while let Some(c) = cur.and_then(|i| self.containers.get(i)) {
+            out.push(c);
+            cur = c.parent;
+            if out.len() > self.containers.len() {
+                break;
+            }
+        }
+        out.reverse();
+        out
+    }
+
+    /// A readable location such as `member k.o > .hip_fatbin > bundle #3`.
+    pub fn location(&self, id: Option<usize>) -> String {
+        let chain = self.chain(id);
+        let labels: Vec<String> = chain
+            .iter()
+            .filter(|c| match c.kind {
+                ContainerKind::HostElf { .. } | ContainerKind::Archive { .. } => false,
+                // The bundle inside a CCOB is named by the CCOB's label already.
+                ContainerKind::Bundle { .. } => !c
+                    .parent
+                    .and_then(|p| self.containers.get(p))
+                    .is_some_and(|p| matches!(p.kind, ContainerKind::Ccob { .. })),
+                _ => true,
+            })
+            .map(|c| c.label())
+            .collect();
+        if labels.is_empty() {
+            "-".into()
+        } else {
+            labels.join(" > ")
+        }
+    }
+
+    /// File offset of the innermost bundle (or CCOB, member, section) holding container `id`.
+    pub fn bundle_offset(&self, id: Option<usize>) -> Option<u64> {
+        self.chain(id).into_iter().rev().find_map(|c| {
+            c.file_offset.filter(|_| {
+                !matches!(
+                    c.kind,
+                    ContainerKind::HostElf { .. } | ContainerKind::Archive { .. }
+                )
+            })
+        })
+    }
+
+    /// Whether any error-level diagnostic was recorded.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+}

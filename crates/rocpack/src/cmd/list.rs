@@ -1,0 +1,113 @@
+//! `rocpack list`: one row per device code object.
+
+use std::io::{self, Write};
+
+use anyhow::Result;
+use rocpack_offload::{CodeObject, ImageFormat, Inspection};
+use rocpack_scan::{ScanOptions, scan};
+use serde::Serialize;
+
+use crate::args::{Global, ListArgs};
+use crate::output::{self, Progress, Status, path_string};
+
+/// One `list --json` record (docs/json.md, schema version 1).
+#[derive(Serialize)]
+struct Row<'a> {
+    file: &'a str,
+    container: String,
+    bundle_offset: Option<u64>,
+    entry_index: Option<usize>,
+    entry_id: Option<&'a str>,
+    target: Option<String>,
+    processor: Option<&'a str>,
+    cov: Option<u8>,
+    generic_version: Option<u8>,
+    size: u64,
+    offset: u64,
+    file_offset: Option<u64>,
+    compressed: bool,
+    format: ImageFormat,
+    host: bool,
+}
+
+fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
+    Row {
+        file,
+        container: i.location(co.container),
+        bundle_offset: if co.container.is_none() {
+            None
+        } else {
+            i.bundle_offset(co.container)
+        },
+        entry_index: co.entry_index,
+        entry_id: co.entry_id.as_deref(),
+        target: co.target.as_ref().map(ToString::to_string),
+        processor: co.header.as_ref().and_then(|h| h.processor),
+        cov: co.header.as_ref().and_then(|h| h.cov),
+        generic_version: co
+            .header
+            .as_ref()
+            .and_then(|h| h.generic_version)
+            .filter(|&g| g > 0),
+        size: co.size,
+        offset: co.offset,
+        file_offset: co.file_offset,
+        compressed: co.compressed,
+        format: co.format,
+        host: co.host,
+    }
+}
+
+pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
+    let opts = ScanOptions {
+        decompress: args.verify,
+        max_decompressed: global.max_decompressed,
+        ..ScanOptions::default()
+    };
+    let progress = Progress::new(global.quiet);
+    let results = scan(&args.paths, &opts, |d, t| progress.update(d, t));
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut rows = Vec::new();
+    for r in &results {
+        let Some(i) = &r.inspection else { continue };
+        let file = path_string(&r.path);
+        for co in i
+            .code_objects
+            .iter()
+            .filter(|co| args.all_entries || (!co.host && co.format != ImageFormat::Empty))
+        {
+            let row = row(&file, i, co);
+            if global.json {
+                serde_json::to_writer(&mut out, &row)?;
+                writeln!(out)?;
+            } else {
+                rows.push(vec![
+                    file.clone(),
+                    row.container,
+                    row.entry_id.unwrap_or("-").to_owned(),
+                    row.target.unwrap_or_else(|| "-".into()),
+                    row.cov.map_or("-".into(), |c| format!("v{c}")),
+                    output::thousands(row.size),
+                    if row.compressed { "yes" } else { "no" }.to_owned(),
+                ]);
+            }
+        }
+    }
+    if !global.json {
+        output::table(
+            &mut out,
+            &[
+                "FILE",
+                "CONTAINER",
+                "ENTRY",
+                "TARGET",
+                "COV",
+                "SIZE",
+                "COMPRESSED",
+            ],
+            &rows,
+        )?;
+    }
+    out.flush()?;
+    Ok(output::report_problems(&results))
+}

@@ -1,0 +1,260 @@
+//! `rocpack show`: everything known about each container and code object.
+
+use std::io::{self, Write};
+
+use anyhow::Result;
+use rocpack_offload::{CodeObject, ContainerKind, ImageFormat, Inspection};
+use rocpack_scan::{ScanOptions, scan};
+use serde::Serialize;
+
+use crate::args::{Global, ShowArgs};
+use crate::output::{self, Progress, Status, path_string, thousands};
+
+/// One `show --json` record per file (docs/json.md).
+#[derive(Serialize)]
+struct FileRecord<'a> {
+    file: String,
+    size: u64,
+    #[serde(flatten)]
+    inspection: &'a Inspection,
+}
+
+pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
+    let opts = ScanOptions {
+        metadata: args.kernels,
+        decompress: true,
+        max_decompressed: global.max_decompressed,
+        ..ScanOptions::default()
+    };
+    let progress = Progress::new(global.quiet);
+    let results = scan(&args.paths, &opts, |d, t| progress.update(d, t));
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    for r in &results {
+        let Some(i) = &r.inspection else { continue };
+        let file = path_string(&r.path);
+        if global.json {
+            serde_json::to_writer(
+                &mut out,
+                &FileRecord {
+                    file,
+                    size: r.size,
+                    inspection: i,
+                },
+            )?;
+            writeln!(out)?;
+        } else {
+            print_file(&mut out, &file, r.size, i, args.kernels)?;
+        }
+    }
+    out.flush()?;
+    Ok(output::report_problems(&results))
+}
+
+fn print_file(
+    out: &mut impl Write,
+    file: &str,
+    size: u64,
+    i: &Inspection,
+    kernels: bool,
+) -> io::Result<()> {
+    let devices = i
+        .code_objects
+        .iter()
+        .filter(|c| !c.host && c.format != ImageFormat::Empty)
+        .count();
+    writeln!(
+        out,
+        "{file}: {} bytes, {devices} device code object{}",
+        thousands(size),
+        if devices == 1 { "" } else { "s" }
+    )?;
+    // Bare code objects have no container.
+    for co in i.code_objects.iter().filter(|c| c.container.is_none()) {
+        print_code_object(out, co, 1, kernels)?;
+    }
+    for c in i.containers.iter().filter(|c| c.parent.is_none()) {
+        print_container(out, i, c.id, 1, kernels)?;
+    }
+    writeln!(out)
+}
+
+fn print_container(
+    out: &mut impl Write,
+    i: &Inspection,
+    id: usize,
+    depth: usize,
+    kernels: bool,
+) -> io::Result<()> {
+    let Some(c) = i.containers.get(id) else {
+        return Ok(());
+    };
+    let pad = "  ".repeat(depth);
+    let at = match c.file_offset {
+        Some(o) => format!(" at {o:#x}"),
+        None => format!(" at {:#x} (decompressed)", c.offset),
+    };
+    let size = c
+        .size
+        .map_or(String::new(), |s| format!(", {} bytes", thousands(s)));
+    let what = match &c.kind {
+        ContainerKind::HostElf {
+            e_type,
+            e_machine,
+            section_headers,
+        } => {
+            let t = match e_type {
+                1 => "relocatable object",
+                2 => "executable",
+                3 => "shared object",
+                _ => "ELF file",
+            };
+            let m = match e_machine {
+                62 => "x86-64",
+                183 => "AArch64",
+                21 => "PowerPC64",
+                _ => "other machine",
+            };
+            format!(
+                "host ELF: {t}, {m}{}",
+                if *section_headers {
+                    ""
+                } else {
+                    ", no section headers"
+                }
+            )
+        }
+        ContainerKind::Section { name } => format!("section {name}"),
+        ContainerKind::OffloadSections => "-fgpu-rdc offload sections".to_owned(),
+        ContainerKind::Archive { thin } => format!("{}archive", if *thin { "thin " } else { "" }),
+        ContainerKind::Member { name } => format!("member {name}"),
+        ContainerKind::Bundle { entries, .. } => {
+            format!("{}: offload bundle, {entries} entries", c.label())
+        }
+        ContainerKind::Ccob {
+            version,
+            method,
+            total_size,
+            uncompressed_size,
+            hash,
+            hash_ok,
+            ..
+        } => format!(
+            "{}: compressed bundle v{version} {}, {} -> {} bytes, hash {hash}{}",
+            c.label(),
+            method.name(),
+            total_size.map_or("?".into(), thousands),
+            thousands(*uncompressed_size),
+            match hash_ok {
+                Some(true) => " (verified)",
+                Some(false) => " (MISMATCH)",
+                None => "",
+            }
+        ),
+        ContainerKind::OffloadBinary { version, index } => {
+            format!("OffloadBinary #{index}, version {version}")
+        }
+    };
+    let (at, size) = if matches!(
+        c.kind,
+        ContainerKind::HostElf { .. } | ContainerKind::Archive { .. }
+    ) {
+        (String::new(), String::new())
+    } else {
+        (at, size)
+    };
+    writeln!(out, "{pad}{what}{at}{size}")?;
+    for co in i.code_objects.iter().filter(|co| co.container == Some(id)) {
+        print_code_object(out, co, depth + 1, kernels)?;
+    }
+    for child in i.containers.iter().filter(|x| x.parent == Some(id)) {
+        print_container(out, i, child.id, depth + 1, kernels)?;
+    }
+    Ok(())
+}
+
+fn print_code_object(
+    out: &mut impl Write,
+    co: &CodeObject,
+    depth: usize,
+    kernels: bool,
+) -> io::Result<()> {
+    let pad = "  ".repeat(depth);
+    let idx = co.entry_index.map_or(String::new(), |i| format!("#{i} "));
+    let id = co.entry_id.as_deref().unwrap_or("code object");
+    let mut facts = Vec::new();
+    match co.format {
+        ImageFormat::Empty => facts.push("empty".to_owned()),
+        ImageFormat::Bitcode => facts.push("LLVM bitcode".to_owned()),
+        ImageFormat::Other => facts.push("not device code".to_owned()),
+        ImageFormat::CodeObject => {}
+    }
+    if let Some(t) = &co.target {
+        facts.push(t.to_string());
+    }
+    if let Some(h) = &co.header {
+        if let Some(v) = h.cov {
+            facts.push(format!("code object v{v}"));
+        }
+        if let Some(g) = h.generic_version.filter(|&g| g > 0) {
+            facts.push(format!("generic version {g}"));
+        }
+        facts.push(format!("e_flags {:#x}", h.e_flags));
+    }
+    if co.size > 0 {
+        facts.push(format!("{} bytes", thousands(co.size)));
+    }
+    match co.file_offset {
+        Some(o) if co.size > 0 => facts.push(format!("at {o:#x}")),
+        _ if co.size > 0 => facts.push(format!("at {:#x} (decompressed)", co.offset)),
+        _ => {}
+    }
+    writeln!(out, "{pad}{idx}{id}: {}", facts.join(", "))?;
+    if kernels {
+        if let Some(md) = &co.metadata {
+            let rows: Vec<Vec<String>> = md
+                .kernels
+                .iter()
+                .map(|k| {
+                    let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
+                    vec![
+                        format!("{pad}    {}", k.name),
+                        n(k.sgpr_count),
+                        n(k.vgpr_count),
+                        n(k.agpr_count),
+                        format!("{}/{}", n(k.sgpr_spill_count), n(k.vgpr_spill_count)),
+                        n(k.lds_size),
+                        format!(
+                            "{}{}",
+                            n(k.scratch_size),
+                            if k.uses_dynamic_stack == Some(true) {
+                                "+"
+                            } else {
+                                ""
+                            }
+                        ),
+                        n(k.wavefront_size),
+                        n(k.max_flat_workgroup_size),
+                        n(k.kernarg_size),
+                    ]
+                })
+                .collect();
+            output::table(
+                out,
+                &[
+                    &format!("{pad}    KERNEL"),
+                    "SGPR",
+                    "VGPR",
+                    "AGPR",
+                    "SPILL S/V",
+                    "LDS",
+                    "SCRATCH",
+                    "WAVE",
+                    "MAX WG",
+                    "KERNARG",
+                ],
+                &rows,
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Everything the commands print goes through here: stdout for results, stderr for
+//! diagnostics, errors and progress.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use rocpack_offload::{Inspection, Severity};
+use rocpack_scan::FileResult;
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// Everything was read.
+    Ok,
+    /// Nothing matched the request.
+    NoMatch,
+    /// A file could not be read completely, or the command failed.
+    Error,
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> ExitCode {
+        ExitCode::from(match s {
+            Status::Ok => 0,
+            Status::NoMatch => 1,
+            Status::Error => 2,
+        })
+    }
+}
+
+/// Prints `error: …` and its causes once, at the edge.
+pub fn error(err: &anyhow::Error) {
+    let mut e = io::stderr().lock();
+    let _ = writeln!(e, "error: {err}");
+    for cause in err.chain().skip(1) {
+        let _ = writeln!(e, "  caused by: {cause}");
+    }
+}
+
+/// A path as text, lossless: bytes that are not UTF-8 appear as `\xNN`.
+pub fn path_string(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    rocpack_bytes::lossless_string(path.as_os_str().as_bytes())
+}
+
+/// Prints the diagnostics of every result on stderr; returns the resulting status.
+pub fn report_problems(results: &[FileResult]) -> Status {
+    let mut e = io::stderr().lock();
+    let mut status = Status::Ok;
+    for r in results {
+        let path = path_string(&r.path);
+        if let Some(err) = &r.io_error {
+            let _ = writeln!(e, "error: {path}: {err}");
+            status = Status::Error;
+        }
+        if let Some(i) = &r.inspection {
+            for d in &i.diagnostics {
+                let _ = writeln!(e, "{}", diagnostic_line(&path, i, d));
+                if d.severity == Severity::Error {
+                    status = Status::Error;
+                }
+            }
+        }
+    }
+    status
+}
+
+/// `warning[code]: file: location, offset 0x10 (in file): message`.
+pub fn diagnostic_line(path: &str, i: &Inspection, d: &rocpack_offload::Diagnostic) -> String {
+    let sev = match d.severity {
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    };
+    let offset = match (d.offset, d.offset_in_file) {
+        (Some(o), true) => format!(", file offset {o:#x}"),
+        (Some(o), false) => format!(", offset {o:#x} in decompressed data"),
+        (None, _) => String::new(),
+    };
+    format!(
+        "{sev}[{}]: {path}: {}{offset}: {}",
+        d.code,
+        i.location(d.container),
+        d.message
+    )
+}
+
+/// Progress on stderr, only when it is a terminal and not silenced.
+pub struct Progress {
+    enabled: bool,
+}
+
+impl Progress {
+    pub fn new(quiet: bool) -> Self {
+        Progress {
+            enabled: !quiet && io::stderr().is_terminal(),
+        }
+    }
+
+    pub fn update(&self, done: usize, total: usize) {
+        if self.enabled && total > 1 {
+            let _ = write!(io::stderr(), "\rrocpack: {done}/{total} files");
+            if done == total {
+                let _ = write!(io::stderr(), "\r\x1b[K");
+            }
+        }
+    }
+}
+
+/// Formats a byte count with thousands separators.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Left-aligned text table with two spaces between columns.
+pub fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.zip(&widths).enumerate() {
+            if i + 1 == widths.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        writeln!(out, "{}", s.trim_end())
+    };
+    line(out, &mut header.iter().copied())?;
+    for r in rows {
+        line(out, &mut r.iter().map(String::as_str))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the system packages rocpack's tests and fixture script need on a fresh Debian machine.
+# Idempotent: does nothing (and needs no network) when everything is already present.
+set -euo pipefail
+
+need=()
+for pair in clang++-19:clang-19 clang-offload-bundler-19:clang-tools-19 llvm-readelf-19:llvm-19 \
+            llvm-ar-19:llvm-19 llvm-objcopy-19:llvm-19 lld-19:lld-19 zstd:zstd \
+            dpkg-deb:dpkg perl:perl; do
+  cmd=${pair%%:*} pkg=${pair##*:}
+  command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
+done
+# Perl modules used by roc-obj-ls in the benchmark.
+perl -MFile::Which -e1 2>/dev/null || need+=(libfile-which-perl)
+perl -MURI::Escape -e1 2>/dev/null || need+=(liburi-perl)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+# Deduplicate.
+mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+echo "install-deps: installing ${need[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
