@@ -143,6 +143,8 @@ pub enum MetadataFormat {
 pub struct Kernel {
     /// Kernel (function) name, usually mangled.
     pub name: String,
+    /// The name demangled (Itanium C++ ABI), when it is a mangled name.
+    pub demangled: Option<String>,
     /// Kernel descriptor symbol (`name.kd`; `name@kd` in V2).
     pub symbol: Option<String>,
     /// Scalar registers used.
@@ -227,6 +229,18 @@ pub fn isa_version_processor(data: &[u8]) -> Option<String> {
     Some(format!("gfx{major}{minor:x}{stepping:x}"))
 }
 
+/// Demangles an Itanium C++ name; `None` for names that are not mangled or do not parse.
+/// Names come from untrusted files, so recursion is limited.
+pub fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") || name.len() > 64 << 10 {
+        return None;
+    }
+    let parse = cpp_demangle::ParseOptions::default().recursion_limit(256);
+    let sym = cpp_demangle::Symbol::new_with_options(name, &parse).ok()?;
+    sym.demangle_with_options(&cpp_demangle::DemangleOptions::new().recursion_limit(256))
+        .ok()
+}
+
 fn from_msgpack(doc: &Value) -> Metadata {
     let version = doc
         .get("amdhsa.version")
@@ -248,6 +262,7 @@ fn from_msgpack(doc: &Value) -> Metadata {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
+                demangled: k.get(".name").and_then(Value::as_str).and_then(demangle),
                 symbol: k.get(".symbol").and_then(Value::as_str).map(str::to_owned),
                 sgpr_count: n(".sgpr_count"),
                 vgpr_count: n(".vgpr_count"),
@@ -295,6 +310,7 @@ fn from_yaml(desc: &[u8]) -> Result<Metadata, String> {
             let n = |key: &str| uint(&p[key]);
             Kernel {
                 name: k["Name"].as_str().unwrap_or_default().to_owned(),
+                demangled: k["Name"].as_str().and_then(demangle),
                 symbol: k["SymbolName"].as_str().map(str::to_owned),
                 sgpr_count: n("NumSGPRs"),
                 vgpr_count: n("NumVGPRs"),
@@ -337,6 +353,16 @@ mod tests {
             (k.sgpr_count, k.vgpr_count, k.lds_size, k.kernarg_size),
             (Some(16), Some(8), Some(256), Some(24))
         );
+    }
+
+    #[test]
+    fn kernel_names_demangle() {
+        assert_eq!(
+            demangle("_Z8tu1_fillPff").as_deref(),
+            Some("tu1_fill(float*, float)")
+        );
+        assert_eq!(demangle("vadd"), None);
+        assert_eq!(demangle("_Zgarbage"), None);
     }
 
     #[test]

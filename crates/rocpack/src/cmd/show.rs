@@ -131,6 +131,7 @@ fn print_container(
             format!("{}: offload bundle, {entries} entries", c.label())
         }
         ContainerKind::Ccob {
+            fatbin_index,
             version,
             method,
             total_size,
@@ -139,8 +140,8 @@ fn print_container(
             hash_ok,
             ..
         } => format!(
-            "{}: compressed bundle v{version} {}, {} -> {} bytes, hash {hash}{}",
-            c.label(),
+            "{}compressed bundle v{version} {}, {} -> {} bytes, hash {hash}{}",
+            fatbin_index.map_or(String::new(), |i| format!("bundle #{i}: ")),
             method.name(),
             total_size.map_or("?".into(), thousands),
             thousands(*uncompressed_size),
@@ -171,6 +172,9 @@ fn print_container(
     }
     Ok(())
 }
+
+/// Template-heavy kernel names run to thousands of characters; --json has them whole.
+const KERNEL_NAME_WIDTH: usize = 100;
 
 fn print_code_object(
     out: &mut impl Write,
@@ -217,8 +221,7 @@ fn print_code_object(
                 .map(|k| {
                     let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
                     vec![
-                        format!("{pad}    {}", k.name),
-                        n(k.sgpr_count),
+                        format!("{pad}    {}", n(k.sgpr_count)),
                         n(k.vgpr_count),
                         n(k.agpr_count),
                         format!("{}/{}", n(k.sgpr_spill_count), n(k.vgpr_spill_count)),
@@ -235,14 +238,14 @@ fn print_code_object(
                         n(k.wavefront_size),
                         n(k.max_flat_workgroup_size),
                         n(k.kernarg_size),
+                        shorten(k.demangled.as_deref().unwrap_or(&k.name), KERNEL_NAME_WIDTH),
                     ]
                 })
                 .collect();
             output::table(
                 out,
                 &[
-                    &format!("{pad}    KERNEL"),
-                    "SGPR",
+                    &format!("{pad}    SGPR"),
                     "VGPR",
                     "AGPR",
                     "SPILL S/V",
@@ -251,10 +254,22 @@ fn print_code_object(
                     "WAVE",
                     "MAX WG",
                     "KERNARG",
+                    "KERNEL",
                 ],
                 &rows,
             )?;
         }
     }
     Ok(())
+}
+
+/// At most `width` characters, with an ellipsis when cut.
+fn shorten(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_owned()
+    } else {
+        let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
 }
