@@ -181,7 +181,7 @@ pub fn overlaps(header: &BundleHeader) -> Vec<(usize, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn build(entries: &[(&str, &[u8])]) -> Vec<u8> {

@@ -75,6 +75,7 @@ pub struct Symbol {
 }
 
 /// A parsed 64-bit little-endian ELF file.
+#[derive(Debug)]
 pub struct Elf<'a> {
     pub data: Bytes<'a>,
     pub e_type: u16,

@@ -1040,48 +1040,58 @@ impl Walker<'_, '_> {
                 Some(bin.size),
             );
             let bplace = place.at(bid, offset);
+            let raw = Bytes::new(data).tail(offset).unwrap_or_default();
             if bin.compressed {
-                self.diag(
-                    Severity::Warning,
-                    "compressed-offload-binary",
-                    Some(bid),
-                    place.file_base,
-                    offset,
-                    "compressed OffloadBinary (v3) entries are not decoded yet".into(),
-                );
-            }
-            let bin_bytes = Bytes::new(Bytes::new(data).tail(offset).unwrap_or_default());
-            for (i, img) in bin.images.iter().enumerate() {
-                let kind = if img.is_hip(bin.version) {
-                    "hip"
-                } else {
-                    "offload"
-                };
-                let raw = format!(
-                    "{kind}-{}--{}",
-                    img.string("triple").unwrap_or("unknown"),
-                    img.string("arch").unwrap_or("")
-                );
-                let mut id = EntryId::parse(&raw);
-                id.kind = kind.into();
-                let bytes = bin_bytes
-                    .read_at(img.image_offset, img.image_size)
-                    .unwrap_or_default();
-                self.entry(
-                    bplace,
-                    Some(i),
-                    Some(id),
-                    EntryBytes {
-                        data: bytes,
-                        complete: true,
-                    },
-                    img.image_size,
-                    img.image_offset,
-                );
+                match offload_binary::parse_compressed(raw, self.opts.max_decompressed) {
+                    Ok((inflated_bin, inflated)) => {
+                        let inner = Place {
+                            parent: Some(bid),
+                            file_base: None,
+                            compressed: true,
+                        };
+                        self.offload_images(&inflated_bin, &inflated, inner);
+                    }
+                    Err(e) => self.diag_err(Some(bid), bplace.file_base, e),
+                }
+            } else {
+                self.offload_images(&bin, raw, bplace);
             }
         }
         if let Some(e) = err {
             self.diag_err(place.parent, place.file_base, e);
+        }
+    }
+
+    fn offload_images(&mut self, bin: &offload_binary::OffloadBinary, data: &[u8], place: Place) {
+        let bytes_of = Bytes::new(data);
+        for (i, img) in bin.images.iter().enumerate() {
+            let kind = if img.is_hip(bin.version) {
+                "hip"
+            } else {
+                "offload"
+            };
+            let raw = format!(
+                "{kind}-{}--{}",
+                img.string("triple").unwrap_or("unknown"),
+                img.string("arch").unwrap_or("")
+            );
+            let mut id = EntryId::parse(&raw);
+            id.kind = kind.into();
+            let bytes = bytes_of
+                .read_at(img.image_offset, img.image_size)
+                .unwrap_or_default();
+            let eb = EntryBytes {
+                data: bytes,
+                complete: true,
+            };
+            self.entry(
+                place,
+                Some(i),
+                Some(id),
+                eb,
+                img.image_size,
+                img.image_offset,
+            );
         }
     }
 

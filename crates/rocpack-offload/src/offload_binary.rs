@@ -84,6 +84,10 @@ pub struct OffloadBinary {
 /// [`FormatError`] for a bad magic or version, or fields that point outside the binary.
 /// Compressed v3 binaries are reported with `compressed = true` and no images.
 pub fn parse(data: &[u8]) -> Result<OffloadBinary, FormatError> {
+    parse_impl(data, false)
+}
+
+fn parse_impl(data: &[u8], inflated: bool) -> Result<OffloadBinary, FormatError> {
     let b = Bytes::new(data);
     let err = |off, msg: String| FormatError::new(Kind::OffloadBinary, off, msg);
     if !b.has_at(0, MAGIC) {
@@ -97,7 +101,7 @@ pub fn parse(data: &[u8]) -> Result<OffloadBinary, FormatError> {
     if version == 0 || version > 3 {
         return Err(err(4, format!("unknown OffloadBinary version {version}")));
     }
-    let size = field(8, "size")?;
+    let size = if inflated { b.len() } else { field(8, "size")? };
     if size > b.len() {
         return Err(err(
             8,
@@ -117,7 +121,7 @@ pub fn parse(data: &[u8]) -> Result<OffloadBinary, FormatError> {
             format!("entry size {entry_size} is smaller than 40"),
         ));
     }
-    if version >= 3 && field(32, "inflated size")? != 0 {
+    if version >= 3 && field(32, "inflated size")? != 0 && !inflated {
         return Ok(OffloadBinary {
             version,
             size,
@@ -185,6 +189,75 @@ pub fn parse(data: &[u8]) -> Result<OffloadBinary, FormatError> {
         compressed: false,
         images,
     })
+}
+
+/// Decompresses a compressed version-3 binary (everything after the entries offset is one zstd
+/// frame or zlib stream) and parses the result; `ceiling` bounds the inflated size.
+///
+/// # Errors
+/// [`FormatError`] for a bad header, an inflated size over `ceiling`, corrupt data or a size
+/// other than declared.
+pub fn parse_compressed(
+    data: &[u8],
+    ceiling: u64,
+) -> Result<(OffloadBinary, Vec<u8>), FormatError> {
+    use std::io::Read;
+    let b = Bytes::new(data);
+    let err = |off, msg: String| FormatError::new(Kind::OffloadBinary, off, msg);
+    let size = b.u64(8).map_err(|_| err(8, "truncated size".into()))?;
+    let entries_offset = b
+        .u64(16)
+        .map_err(|_| err(16, "truncated entries offset".into()))?;
+    let inflated = b
+        .u64(32)
+        .map_err(|_| err(32, "truncated inflated size".into()))?;
+    if inflated > ceiling {
+        return Err(err(
+            32,
+            format!("inflated size {inflated} is over the decompression limit of {ceiling}"),
+        ));
+    }
+    let head = b.read_at(0, entries_offset).map_err(|_| {
+        err(
+            16,
+            format!("entries offset {entries_offset} runs past the binary"),
+        )
+    })?;
+    let payload = b
+        .read_at(entries_offset, size.saturating_sub(entries_offset))
+        .map_err(|_| err(8, format!("size {size} runs past the binary")))?;
+    let want = inflated.checked_sub(entries_offset).ok_or_else(|| {
+        err(
+            32,
+            format!("inflated size {inflated} is smaller than the entries offset {entries_offset}"),
+        )
+    })?;
+    let mut out = head.to_vec();
+    let reader: Box<dyn Read> = if payload.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(
+            zstd::stream::read::Decoder::with_buffer(payload)
+                .map_err(|e| err(entries_offset, format!("zstd: {e}")))?,
+        )
+    } else {
+        Box::new(flate2::bufread::ZlibDecoder::new(payload))
+    };
+    reader
+        .take(want.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| err(entries_offset, format!("corrupt compressed entries: {e}")))?;
+    if out.len() as u64 != inflated {
+        return Err(err(
+            32,
+            format!(
+                "entries inflate to {} bytes, header declares {want}",
+                (out.len() as u64).saturating_sub(entries_offset)
+            ),
+        ));
+    }
+    let mut bin = parse_impl(&out, true)?;
+    bin.size = size;
+    bin.compressed = true;
+    Ok((bin, out))
 }
 
 fn cstr(b: Bytes<'_>, off: u64, len: Option<u64>) -> Option<String> {
@@ -273,6 +346,66 @@ mod tests {
         assert_eq!(img.string("triple"), Some("amdgcn-amd-amdhsa"));
         assert!(img.is_hip(1));
         assert_eq!(img.image_kind_name(), "bitcode");
+    }
+
+    /// A version-3 binary with one image (24-byte string entries, 40-byte header).
+    fn build_v3(image: &[u8], arch: &str) -> Vec<u8> {
+        let strtab = format!("triple\0amdgcn-amd-amdhsa\0arch\0{arch}\0");
+        let (entries_off, str_off) = (40u64, 80u64);
+        let table_off = str_off + 2 * 24;
+        let image_off = (table_off + strtab.len() as u64).next_multiple_of(8);
+        let size = (image_off + image.len() as u64).next_multiple_of(8);
+        let mut d = MAGIC.to_vec();
+        d.extend(3u32.to_le_bytes());
+        d.extend(size.to_le_bytes());
+        d.extend(entries_off.to_le_bytes());
+        d.extend(1u64.to_le_bytes());
+        d.extend(0u64.to_le_bytes());
+        d.extend(1u16.to_le_bytes());
+        d.extend(4u16.to_le_bytes());
+        d.extend(0u32.to_le_bytes());
+        d.extend(str_off.to_le_bytes());
+        d.extend(2u64.to_le_bytes());
+        d.extend(image_off.to_le_bytes());
+        d.extend((image.len() as u64).to_le_bytes());
+        let triple_val = table_off + 7;
+        let arch_key = triple_val + 18;
+        for (k, v, n) in [
+            (table_off, triple_val, 17u64),
+            (arch_key, arch_key + 5, arch.len() as u64),
+        ] {
+            d.extend(k.to_le_bytes());
+            d.extend(v.to_le_bytes());
+            d.extend(n.to_le_bytes());
+        }
+        d.extend(strtab.as_bytes());
+        d.resize(image_off as usize, 0);
+        d.extend(image);
+        d.resize(size as usize, 0);
+        d
+    }
+
+    #[test]
+    fn parses_v3_plain_and_compressed() {
+        let plain = build_v3(b"\x7fELFimage", "gfx942");
+        let bin = parse(&plain).unwrap();
+        assert_eq!(bin.images[0].string("arch"), Some("gfx942"));
+        assert!(bin.images[0].is_hip(3));
+        // Compress everything after the entries offset, as LLVM's writer does.
+        let payload = zstd::encode_all(&plain[40..], 3).unwrap();
+        let mut c = plain[..40].to_vec();
+        c[8..16].copy_from_slice(&(40 + payload.len() as u64).to_le_bytes());
+        c[32..40].copy_from_slice(&(plain.len() as u64).to_le_bytes());
+        c.extend(&payload);
+        assert!(parse(&c).unwrap().compressed);
+        let (bin, inflated) = parse_compressed(&c, 1 << 20).unwrap();
+        assert_eq!(bin.images[0].string("arch"), Some("gfx942"));
+        let img = &bin.images[0];
+        assert_eq!(
+            &inflated[img.image_offset as usize..][..img.image_size as usize],
+            b"\x7fELFimage"
+        );
+        assert!(parse_compressed(&c, 10).is_err());
     }
 
     #[test]

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Benchmark: `rocpack list` on Debian sid's librocsparse.so.1.0 (1.6 GB, 142 bundles x 10 GPUs)
+# against roc-obj-ls (hip-utils) and clang-offload-bundler-19 --list.
+#
+# Reports, per tool: wall time (hyperfine, warm cache), max RSS (/usr/bin/time), and bytes of
+# the library actually read from disk on a cold cache (the file's pages are evicted with
+# posix_fadvise(DONTNEED), the tool runs, then `fincore` counts the file's resident bytes).
+#
+#   bench/list.sh [RUNS]       results also written to bench/results/list-<date>.txt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-20}
+scripts/install-deps.sh
+for tool in hyperfine:hyperfine fincore:util-linux; do
+  command -v "${tool%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${tool##*:}" >/dev/null; }
+done
+cargo build --release --locked --quiet
+rocpack=$PWD/target/release/rocpack
+lib=$(scripts/fetch-corpus.sh librocsparse1)/usr/lib/x86_64-linux-gnu/librocsparse.so.1.0
+roc_obj_ls=$(scripts/fetch-corpus.sh hip-utils)/usr/bin/roc-obj-ls
+out=bench/results/list-$(date -u +%Y-%m-%d).txt
+mkdir -p bench/results
+exec > >(tee "$out") 2>&1
+
+echo "# rocpack list benchmark, $(date -u +%FT%TZ), $(nproc) cores, $(uname -r)"
+echo "# file: $lib ($(stat -c %s "$lib") bytes)"
+echo "# rocpack $(git rev-parse --short HEAD), $(clang-offload-bundler-19 --version | head -n 1), roc-obj-ls from $(basename "$(dirname "$(dirname "$(dirname "$roc_obj_ls")")")")"
+
+# What each tool reports, so the comparison is like for like.
+n_rocpack=$("$rocpack" list --json "$lib" | wc -l)
+n_targets=$("$rocpack" list --json "$lib" | grep -c '"target":"gfx')
+n_roc=$(perl "$roc_obj_ls" "$lib" 2>/dev/null | grep -c 'file://')
+n_roc_dev=$(perl "$roc_obj_ls" "$lib" 2>/dev/null | grep 'file://' | grep -vc '^[0-9]* *host-')
+n_bundler=$(clang-offload-bundler-19 --list --type=o --input="$lib" | wc -l)
+echo "rocpack list: $n_rocpack device code objects, $n_targets with a target decoded from the code object's ELF header"
+echo "roc-obj-ls:   $n_roc entries ($n_roc_dev device entries; targets only as written in the entry IDs)"
+echo "clang-offload-bundler-19 --list: $n_bundler entries (it reads only the first bundle of the section)"
+echo
+
+echo "## wall time, warm cache ($runs runs each)"
+cat "$lib" > /dev/null
+hyperfine -N --warmup 2 --runs "$runs" --style basic \
+  -n rocpack "$rocpack list $lib" \
+  -n roc-obj-ls "perl $roc_obj_ls $lib" \
+  --export-json /tmp/rocpack-bench.json 2>&1 | grep -v '^ *$'
+hyperfine -N --warmup 1 --runs 3 --style basic \
+  -n clang-offload-bundler-19 "clang-offload-bundler-19 --list --type=o --input=$lib" 2>&1 | grep -v '^ *$'
+echo
+
+echo "## max RSS (KiB), warm cache"
+for cmd in "$rocpack list $lib" "perl $roc_obj_ls $lib" "clang-offload-bundler-19 --list --type=o --input=$lib"; do
+  /usr/bin/time -f "%M KiB  ${cmd%% *}" $cmd > /dev/null 2> /tmp/rocpack-time.txt || true
+  tail -n 1 /tmp/rocpack-time.txt
+done
+echo
+
+echo "## bytes of the library read from disk, cold cache (fincore after posix_fadvise DONTNEED)"
+evict() { python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$lib"; }
+resident() { fincore --bytes --noheadings --output RES "$lib" | tr -d ' '; }
+for cmd in "$rocpack list $lib" "perl $roc_obj_ls $lib"; do
+  evict
+  before=$(resident)
+  $cmd > /dev/null 2>&1
+  echo "$(( $(resident) - before )) bytes  ${cmd%% *} (resident before: $before)"
+done
