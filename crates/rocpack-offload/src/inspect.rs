@@ -225,7 +225,7 @@ impl Walker<'_, '_> {
             container,
             base,
             e.offset,
-            e.to_string(),
+            format!("{}: {}", e.kind, e.message),
         );
     }
 

@@ -250,6 +250,18 @@ impl Inspection {
         })
     }
 
+    /// Whether container `id` lies inside decompressed data (below a CCOB or a compressed
+    /// OffloadBinary) rather than in another file (a thin archive member).
+    pub fn in_decompressed(&self, id: usize) -> bool {
+        self.chain(Some(id))
+            .iter()
+            .any(|c| matches!(c.kind, ContainerKind::Ccob { .. }) && c.id != id)
+            || self
+                .code_objects
+                .iter()
+                .any(|co| co.container == Some(id) && co.compressed)
+    }
+
     /// Whether any error-level diagnostic was recorded.
     pub fn has_errors(&self) -> bool {
         self.diagnostics

@@ -77,11 +77,16 @@ pub fn diagnostic_line(path: &str, i: &Inspection, d: &rocpack_offload::Diagnost
         (Some(o), false) => format!(", offset {o:#x} in decompressed data"),
         (None, _) => String::new(),
     };
+    let location = i.location(d.container);
+    let location = if location == "-" {
+        String::new()
+    } else {
+        format!(" {location},")
+    };
+    let offset = offset.trim_start_matches(", ");
     format!(
-        "{sev}[{}]: {path}: {}{offset}: {}",
-        d.code,
-        i.location(d.container),
-        d.message
+        "{sev}[{}]: {path}:{location} {offset}: {}",
+        d.code, d.message
     )
 }
 

@@ -91,7 +91,8 @@ fn print_container(
     let pad = "  ".repeat(depth);
     let at = match c.file_offset {
         Some(o) => format!(" at {o:#x}"),
-        None => format!(" at {:#x} (decompressed)", c.offset),
+        None if i.in_decompressed(id) => format!(" at {:#x} (decompressed)", c.offset),
+        None => format!(" at {:#x} in the member's own file", c.offset),
     };
     let size = c
         .size
@@ -209,7 +210,10 @@ fn print_code_object(
     }
     match co.file_offset {
         Some(o) if co.size > 0 => facts.push(format!("at {o:#x}")),
-        _ if co.size > 0 => facts.push(format!("at {:#x} (decompressed)", co.offset)),
+        _ if co.size > 0 && co.compressed => {
+            facts.push(format!("at {:#x} (decompressed)", co.offset))
+        }
+        _ if co.size > 0 => facts.push(format!("at {:#x} in the member's own file", co.offset)),
         _ => {}
     }
     writeln!(out, "{pad}{idx}{id}: {}", facts.join(", "))?;

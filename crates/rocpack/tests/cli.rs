@@ -1,0 +1,224 @@
+//! Snapshot tests of every command's text and JSON output on the committed fixtures, plus the
+//! exit-status contract. Run `INSTA_UPDATE=always cargo test -p rocpack --test cli` after an
+//! intended output change and review the diff of tests/snapshots/.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bin")
+}
+
+/// Runs rocpack in the fixtures directory so that paths in the output are short and stable.
+fn rocpack(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocpack"))
+        .args(args)
+        .current_dir(fixtures())
+        .output()
+        .expect("run rocpack")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
+}
+
+#[test]
+fn list_every_fixture() {
+    let o = rocpack(&["list", "."]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    insta::assert_snapshot!(stdout(&o));
+}
+
+#[test]
+fn list_all_entries_includes_host_entries() {
+    let o = rocpack(&["list", "--all-entries", "tu1.o", "rdc1.o"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(out.contains("host-x86_64-unknown-linux--"), "{out}");
+    assert!(out.contains("host-x86_64-pc-linux-gnu-"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn list_json_lines() {
+    let o = rocpack(&[
+        "list",
+        "--json",
+        "lib3tu-mixed.so",
+        "gfx9-generic-xnack-.co",
+        "libnd.a",
+        "ccob-v3-zlib.hipfb",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+        for key in [
+            "file",
+            "container",
+            "bundle_offset",
+            "entry_id",
+            "target",
+            "cov",
+            "size",
+            "compressed",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing in {line}");
+        }
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn list_verify_checks_ccob_hashes() {
+    let o = rocpack(&[
+        "list",
+        "--verify",
+        "ccob-v1-zstd.hipfb",
+        "ccob-two-v2-zstd.hipfb",
+        "lib2tu-compressed.so",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 1 + 2 + 4 + 3);
+}
+
+#[test]
+fn show_text() {
+    let o = rocpack(&[
+        "show",
+        "lib3tu-mixed.so",
+        "libhost-thin.a",
+        "librdc.so",
+        "nd-rdc1.o",
+        "lib3tu-noshdr.so",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    insta::assert_snapshot!(stdout(&o));
+}
+
+#[test]
+fn show_kernels() {
+    let o = rocpack(&["show", "--kernels", "tu1.o", "gfx90a-v4.co"]);
+    assert_eq!(o.status.code(), Some(0));
+    insta::assert_snapshot!(stdout(&o));
+}
+
+#[test]
+fn show_json_has_containers_and_kernels() {
+    let o = rocpack(&["show", "--json", "--kernels", "tu2-compressed.hipfb"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
+    let containers = v["containers"].as_array().expect("containers");
+    assert_eq!(containers[0]["type"], "ccob");
+    assert_eq!(containers[0]["hash_ok"], true);
+    let cos = v["code_objects"].as_array().expect("code objects");
+    let gfx906 = cos
+        .iter()
+        .find(|c| c["target"] == "gfx906:sramecc-:xnack-")
+        .expect("gfx906 entry");
+    assert!(
+        !gfx906["metadata"]["kernels"]
+            .as_array()
+            .expect("kernels")
+            .is_empty()
+    );
+    insta::assert_json_snapshot!(v);
+}
+
+#[test]
+fn help_texts() {
+    for cmd in [
+        &["--help"][..],
+        &["list", "--help"],
+        &["show", "--help"],
+        &["extract", "--help"],
+    ] {
+        let o = rocpack(cmd);
+        assert_eq!(o.status.code(), Some(0));
+        insta::assert_snapshot!(
+            format!("help-{}", cmd[0].trim_start_matches('-')),
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn extract_writes_only_into_the_output_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let o = rocpack(&[
+        "extract",
+        "lib3tu-lld.so",
+        "--target",
+        "gfx906:sramecc-:xnack-",
+        "-o",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written: Vec<_> = std::fs::read_dir(&out)
+        .expect("out dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        1,
+        "nothing but the output directory"
+    );
+    // A feature the code object pins (sramecc-) must match: gfx906:sramecc+ finds nothing.
+    let o = rocpack(&[
+        "extract",
+        "lib3tu-lld.so",
+        "--target",
+        "gfx906:sramecc+",
+        "-o",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no code object for gfx906:sramecc+"));
+}
+
+#[test]
+fn extract_rejects_a_malformed_target() {
+    let o = rocpack(&["extract", "tu1.o", "--target", "gfx90a:xnack"]);
+    assert_eq!(o.status.code(), Some(2));
+    insta::assert_snapshot!(stderr(&o));
+}
+
+#[test]
+fn missing_file_is_an_error_and_the_walk_goes_on() {
+    let o = rocpack(&["list", "no-such-file.so", "tu3.o"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("gfx942"),
+        "the good file is still listed"
+    );
+    assert!(
+        stderr(&o).starts_with("error: no-such-file.so: "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_bad_file_in_a_directory_is_reported_with_container_and_offset() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(fixtures().join("tu3.o"), dir.path().join("good.o")).expect("copy");
+    let mut bad = std::fs::read(fixtures().join("tu1.hipfb")).expect("read");
+    // Claim u64::MAX entries in the bundle header.
+    bad[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(dir.path().join("bad.hipfb"), bad).expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_rocpack"))
+        .args(["list", "."])
+        .current_dir(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).contains("./good.o"), "{}", stdout(&o));
+    insta::assert_snapshot!(stderr(&o));
+}
