@@ -160,6 +160,30 @@ pub fn v1_payload_len(header: &CcobHeader, data: &[u8], ceiling: u64) -> Option<
     }
 }
 
+/// Checks the declared uncompressed size against the size a zstd frame header records (when
+/// the writer put it there, as clang does), without decoding anything.
+///
+/// # Errors
+/// [`FormatError`] when the two differ.
+pub fn check_frame_size(header: &CcobHeader, data: &[u8]) -> Result<(), FormatError> {
+    if header.method != Method::Zstd {
+        return Ok(());
+    }
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(header.payload(data)) {
+        if size != header.uncompressed_size {
+            return Err(FormatError::new(
+                Kind::Ccob,
+                if header.version == 1 { 8 } else { 12 },
+                format!(
+                    "header declares {} uncompressed bytes, but its zstd frame holds {size}",
+                    header.uncompressed_size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A streaming decoder over a CCOB payload that never produces more than the declared size,
 /// and so never more than the caller's ceiling.
 pub struct Stream<'a> {

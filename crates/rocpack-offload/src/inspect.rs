@@ -907,6 +907,7 @@ impl Walker<'_, '_> {
         data: &[u8],
         place: Place,
     ) -> Result<(), FormatError> {
+        ccob::check_frame_size(h, data)?;
         let limit = h.uncompressed_size.min(self.opts.max_decompressed);
         let mut stream = ccob::Stream::new(h.method, h.payload(data), h.uncompressed_size)?;
         let mut prefix = Vec::new();

@@ -1,0 +1,181 @@
+//! Behaviours of the walk on doctored copies of the clang-19 fixtures: each test changes a
+//! few bytes the way a corrupt or unusual file would and checks the exact diagnostic.
+
+use std::path::Path;
+
+use rocpack_offload::{Inspection, Options, Severity, ccob, inspect};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/bin")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn codes(i: &Inspection) -> Vec<&'static str> {
+    i.diagnostics.iter().map(|d| d.code).collect()
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len())
+        .position(|w| w == needle)
+        .expect("needle present")
+}
+
+fn device_targets(i: &Inspection) -> Vec<String> {
+    i.code_objects
+        .iter()
+        .filter(|c| !c.host)
+        .filter_map(|c| c.target.as_ref().map(ToString::to_string))
+        .collect()
+}
+
+#[test]
+fn entry_id_that_disagrees_with_the_elf_header_is_reported() {
+    let mut data = fixture("tu1.hipfb");
+    // Rename the gfx1030 entry to gfx1031 (same length); the code object still says gfx1030.
+    let at = find(&data, b"hipv4-amdgcn-amd-amdhsa--gfx1030");
+    data[at + 31] = b'1';
+    let i = inspect(&data, &Options::default());
+    assert_eq!(codes(&i), ["entry-target-mismatch"]);
+    let d = &i.diagnostics[0];
+    assert_eq!(d.severity, Severity::Warning);
+    assert!(
+        d.message.contains("names gfx1031") && d.message.contains("says gfx1030"),
+        "{}",
+        d.message
+    );
+    assert!(
+        device_targets(&i).contains(&"gfx1030".to_owned()),
+        "the target comes from the header"
+    );
+}
+
+#[test]
+fn ccob_hash_mismatch_is_a_warning_not_an_error() {
+    let mut data = fixture("ccob-v2-zstd.hipfb");
+    data[16] ^= 0xff;
+    let full = Options {
+        decompress: true,
+        ..Options::default()
+    };
+    let i = inspect(&data, &full);
+    assert_eq!(codes(&i), ["ccob-hash-mismatch"]);
+    assert_eq!(device_targets(&i).len(), 2);
+    // Without full decompression the hash is not checked (clang does not check it at all).
+    assert!(inspect(&data, &Options::default()).diagnostics.is_empty());
+}
+
+#[test]
+fn ccob_declaring_more_than_the_ceiling_is_refused() {
+    let data = fixture("ccob-v3-zstd.hipfb");
+    let h = ccob::CcobHeader::parse(&data).expect("header");
+    let tight = Options {
+        decompress: true,
+        max_decompressed: h.uncompressed_size - 1,
+        ..Options::default()
+    };
+    let i = inspect(&data, &tight);
+    assert!(i.has_errors());
+    assert!(
+        i.diagnostics[0].message.contains("decompression limit"),
+        "{:?}",
+        i.diagnostics
+    );
+    let mut claimed = data.clone();
+    claimed[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    for opts in [
+        Options::default(),
+        Options {
+            decompress: true,
+            ..Options::default()
+        },
+    ] {
+        let i = inspect(&claimed, &opts);
+        assert!(i.has_errors(), "{:?}", i.diagnostics);
+    }
+}
+
+#[test]
+fn consecutive_ccobs_are_delimited_by_their_sizes() {
+    for name in ["ccob-two-v2-zstd.hipfb", "ccob-two-v1-zlib.hipfb"] {
+        let i = inspect(&fixture(name), &Options::default());
+        assert!(i.diagnostics.is_empty(), "{name}: {:?}", i.diagnostics);
+        assert_eq!(
+            device_targets(&i),
+            [
+                "gfx1030",
+                "gfx90a:xnack+",
+                "gfx1100",
+                "gfx906:sramecc-:xnack-"
+            ],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn bundle_no_wrapper_points_to_is_found_and_reported() {
+    let mut data = fixture("lib3tu-bfd.so");
+    // Break the magic of the last wrapper: its bundle is then found by the aligned-end probe.
+    let seg = find(&data, &[0x46, 0x50, 0x49, 0x48, 1, 0, 0, 0]);
+    let third = seg + 2 * 24;
+    assert_eq!(&data[third..third + 4], &[0x46, 0x50, 0x49, 0x48]);
+    data[third] = 0;
+    let i = inspect(&data, &Options::default());
+    assert_eq!(codes(&i), ["bad-wrapper", "unreferenced-bundle"]);
+    assert_eq!(device_targets(&i).len(), 5, "all bundles still read");
+}
+
+#[test]
+fn without_wrappers_the_fat_binary_is_walked_sequentially() {
+    let mut data = fixture("lib3tu-bfd.so");
+    let seg = find(&data, &[0x46, 0x50, 0x49, 0x48, 1, 0, 0, 0]);
+    for w in 0..3 {
+        data[seg + w * 24] = 0;
+    }
+    let i = inspect(&data, &Options::default());
+    assert_eq!(codes(&i), ["bad-wrapper", "bad-wrapper", "bad-wrapper"]);
+    assert_eq!(device_targets(&i).len(), 5);
+}
+
+#[test]
+fn relocations_are_used_when_the_in_place_pointer_is_zero() {
+    // lld leaves the in-place value 0 and puts the pointer in R_X86_64_RELATIVE addends.
+    let i = inspect(&fixture("lib3tu-lld.so"), &Options::default());
+    assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
+    assert_eq!(device_targets(&i).len(), 5);
+}
+
+#[test]
+fn rdc_library_wrappers_are_deduplicated() {
+    let i = inspect(&fixture("librdc.so"), &Options::default());
+    assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
+    let bundles = i
+        .containers
+        .iter()
+        .filter(|c| matches!(c.kind, rocpack_offload::ContainerKind::Bundle { .. }))
+        .count();
+    assert_eq!(bundles, 1);
+}
+
+#[test]
+fn overlapping_entries_are_reported() {
+    let mut data = fixture("tu1.hipfb");
+    // Point entry #2's offset at entry #1's bytes.
+    let entries = 32;
+    let first_len =
+        u64::from_le_bytes(data[entries + 16..entries + 24].try_into().expect("8")) as usize;
+    let second = entries + 24 + first_len;
+    let third = second
+        + 24
+        + u64::from_le_bytes(data[second + 16..second + 24].try_into().expect("8")) as usize;
+    let second_offset = data[second..second + 8].to_vec();
+    data[third..third + 8].copy_from_slice(&second_offset);
+    let i = inspect(&data, &Options::default());
+    assert!(
+        codes(&i).contains(&"overlapping-entries"),
+        "{:?}",
+        i.diagnostics
+    );
+}
