@@ -62,6 +62,9 @@ impl Default for Options<'_> {
 /// A callback given every code object whose bytes are complete, with the inspection so far.
 pub type Sink<'s> = &'s mut dyn FnMut(&Inspection, &CodeObject, &[u8]);
 
+/// An error that was already recorded as a diagnostic.
+struct Reported;
+
 /// What the start of a buffer looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sniff {
@@ -589,20 +592,9 @@ impl Walker<'_, '_> {
             }
             let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
             let slice = b.read_at(pos, limit - pos).unwrap_or_default();
-            let end = match self.bundle_or_ccob(slice, place, pos, index) {
-                Ok(end) => end,
-                Err(e) => {
-                    self.diag_err(
-                        place.parent,
-                        place.file_base,
-                        FormatError {
-                            offset: e.offset.saturating_add(pos),
-                            ..e
-                        },
-                    );
-                    None
-                }
-            };
+            let end = self
+                .bundle_or_ccob(slice, place, pos, index)
+                .unwrap_or(None);
             index += 1;
             if let (true, Some(end)) = (probe, end) {
                 let next = align_up(pos.saturating_add(end), 4096).unwrap_or(u64::MAX);
@@ -643,33 +635,22 @@ impl Walker<'_, '_> {
             }
             match self.bundle_or_ccob(slice, place, pos, index) {
                 Ok(Some(end)) if end > 0 => pos = pos.saturating_add(end),
-                Ok(_) => break,
-                Err(e) => {
-                    self.diag_err(
-                        place.parent,
-                        place.file_base,
-                        FormatError {
-                            offset: e.offset.saturating_add(pos),
-                            ..e
-                        },
-                    );
-                    break;
-                }
+                _ => break,
             }
             index += 1;
         }
     }
 
     /// Reads the bundle or CCOB at the start of `data` (at `offset` in the place's data);
-    /// returns its size when known.
+    /// returns its size when known. Errors are reported here, with their offset in the place.
     fn bundle_or_ccob(
         &mut self,
         data: &[u8],
         place: Place,
         offset: u64,
         index: usize,
-    ) -> Result<Option<u64>, FormatError> {
-        if data.starts_with(ccob::MAGIC) {
+    ) -> Result<Option<u64>, Reported> {
+        let result = if data.starts_with(ccob::MAGIC) {
             self.ccob(data, place.shifted(offset), Some(index))
         } else if data.starts_with(bundle::MAGIC) {
             self.bundle(data, place.shifted(offset), Some(index))
@@ -680,7 +661,15 @@ impl Walker<'_, '_> {
                 0,
                 "a wrapper points here, but there is no bundle or CCOB magic",
             ))
-        }
+        };
+        result.map_err(|e| {
+            let e = FormatError {
+                offset: e.offset.saturating_add(offset),
+                ..e
+            };
+            self.diag_err(place.parent, place.file_base, e);
+            Reported
+        })
     }
 
     fn fatbin_from_segments(&mut self, elf: &Elf<'_>, place: Place) {
