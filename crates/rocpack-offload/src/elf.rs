@@ -89,6 +89,11 @@ pub fn is_elf(data: &[u8]) -> bool {
     data.starts_with(b"\x7fELF")
 }
 
+/// Whether `data` is a 64-bit little-endian ELF file (the only kind HIP host code comes in).
+pub fn is_elf64_le(data: &[u8]) -> bool {
+    data.starts_with(b"\x7fELF") && data.get(4) == Some(&2) && data.get(5) == Some(&1)
+}
+
 impl<'a> Elf<'a> {
     /// Reads the file header, the section headers (if any) and the program headers.
     ///

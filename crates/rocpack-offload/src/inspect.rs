@@ -260,6 +260,9 @@ impl Walker<'_, '_> {
                 );
                 Ok(true)
             }
+            // HIP host code is 64-bit little-endian; other ELF files (lib32, foreign
+            // architectures) cannot carry .hip_fatbin wrappers we could follow.
+            Some(Sniff::HostElf) if !elf::is_elf64_le(data) => Ok(false),
             Some(Sniff::HostElf) => self.host_elf(data, place).map(|()| true),
             // A bundle file may hold several bundles or CCOBs back to back.
             Some(Sniff::Bundle | Sniff::Ccob) => {

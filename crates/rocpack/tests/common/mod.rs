@@ -375,11 +375,7 @@ pub fn raw_elf_sections(path: &Path) -> RawElf {
     let table = read_at(&mut f, shoff, shnum * 64);
     let sh = |i: usize| &table[i * 64..i * 64 + 64];
     let strtab_hdr = sh(shstrndx);
-    let strtab = read_at(
-        &mut f,
-        le64(strtab_hdr, 24),
-        le64(strtab_hdr, 32) as usize,
-    );
+    let strtab = read_at(&mut f, le64(strtab_hdr, 24), le64(strtab_hdr, 32) as usize);
     let mut sections = Vec::new();
     for i in 1..shnum {
         let s = sh(i);
@@ -664,12 +660,7 @@ pub fn parse_notes(text: &str) -> Notes {
 }
 
 pub fn readelf_header_and_notes(path: &Path) -> (AmdgpuHeader, Notes) {
-    let text = run_ok(
-        llvm("llvm-readelf-19")
-            .arg("-h")
-            .arg("--notes")
-            .arg(path),
-    );
+    let text = run_ok(llvm("llvm-readelf-19").arg("-h").arg("--notes").arg(path));
     (parse_readelf_header(&text), parse_notes(&text))
 }
 
@@ -680,7 +671,9 @@ pub fn readelf_header_and_notes(path: &Path) -> (AmdgpuHeader, Notes) {
 /// `clang-offload-bundler-19 --list --type=o --input=F`: Ok(ids) or Err(stderr).
 pub fn bundler_list(input: &Path) -> Result<BTreeSet<String>, String> {
     let mut cmd = llvm("clang-offload-bundler-19");
-    cmd.arg("--list").arg("--type=o").arg(format!("--input={}", input.display()));
+    cmd.arg("--list")
+        .arg("--type=o")
+        .arg(format!("--input={}", input.display()));
     let out = output_of(&mut cmd);
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
@@ -783,4 +776,25 @@ pub fn shared_libs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Decompresses a CCOB with clang-offload-bundler-19: unbundling the host entry with
+/// `--allow-missing-bundles` writes the whole (decompressed) input bundle. The result is checked to be a bundle.
+pub fn bundler_decompress(input: &Path, out: &Path) -> Vec<u8> {
+    run_ok(
+        llvm("clang-offload-bundler-19")
+            .arg("--unbundle")
+            .arg("--type=o")
+            .arg("--allow-missing-bundles")
+            .arg(format!("--input={}", input.display()))
+            .arg("--targets=host-x86_64-unknown-linux--")
+            .arg(format!("--output={}", out.display())),
+    );
+    let d = std::fs::read(out).unwrap_or_else(|e| panic!("read {}: {e}", out.display()));
+    assert!(
+        d.starts_with(BUNDLE_MAGIC),
+        "clang-offload-bundler-19 did not write a decompressed bundle for {}",
+        input.display()
+    );
+    d
 }
