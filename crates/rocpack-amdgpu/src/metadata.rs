@@ -241,50 +241,50 @@ pub fn demangle(name: &str) -> Option<String> {
         .ok()
 }
 
-fn from_msgpack(doc: &Value) -> Metadata {
-    let version = doc
-        .get("amdhsa.version")
-        .and_then(|v| v.as_array())
-        .and_then(|a| match a {
-            [major, minor, ..] => Some([major.as_u64()?, minor.as_u64()?]),
-            _ => None,
-        });
+fn from_msgpack(doc: &Value<'_>) -> Metadata {
+    let version = doc.get("amdhsa.version").and_then(|v| {
+        let mut a = v.as_array()?;
+        Some([a.next()?.as_u64()?, a.next()?.as_u64()?])
+    });
+    let text = |v: Option<Value<'_>>| v.and_then(|v| v.as_str().map(|s| s.into_owned()));
     let kernels = doc
         .get("amdhsa.kernels")
         .and_then(|k| k.as_array())
-        .unwrap_or_default()
-        .iter()
+        .into_iter()
+        .flatten()
         .map(|k| {
-            let n = |key| k.get(key).and_then(Value::as_u64);
-            Kernel {
-                name: k
-                    .get(".name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                demangled: k.get(".name").and_then(Value::as_str).and_then(demangle),
-                symbol: k.get(".symbol").and_then(Value::as_str).map(str::to_owned),
-                sgpr_count: n(".sgpr_count"),
-                vgpr_count: n(".vgpr_count"),
-                agpr_count: n(".agpr_count"),
-                sgpr_spill_count: n(".sgpr_spill_count"),
-                vgpr_spill_count: n(".vgpr_spill_count"),
-                lds_size: n(".group_segment_fixed_size"),
-                scratch_size: n(".private_segment_fixed_size"),
-                uses_dynamic_stack: k.get(".uses_dynamic_stack").and_then(Value::as_bool),
-                wavefront_size: n(".wavefront_size"),
-                max_flat_workgroup_size: n(".max_flat_workgroup_size"),
-                kernarg_size: n(".kernarg_segment_size"),
+            let mut kernel = Kernel::default();
+            // One pass over the kernel's map; `.args` and other keys are skipped unread.
+            for (key, v) in k.as_map().into_iter().flatten() {
+                let Value::Str(key) = key else { continue };
+                let n = v.as_u64();
+                match key {
+                    b".name" => {
+                        kernel.name = v.as_str().map(|s| s.into_owned()).unwrap_or_default()
+                    }
+                    b".symbol" => kernel.symbol = v.as_str().map(|s| s.into_owned()),
+                    b".sgpr_count" => kernel.sgpr_count = n,
+                    b".vgpr_count" => kernel.vgpr_count = n,
+                    b".agpr_count" => kernel.agpr_count = n,
+                    b".sgpr_spill_count" => kernel.sgpr_spill_count = n,
+                    b".vgpr_spill_count" => kernel.vgpr_spill_count = n,
+                    b".group_segment_fixed_size" => kernel.lds_size = n,
+                    b".private_segment_fixed_size" => kernel.scratch_size = n,
+                    b".uses_dynamic_stack" => kernel.uses_dynamic_stack = v.as_bool(),
+                    b".wavefront_size" => kernel.wavefront_size = n,
+                    b".max_flat_workgroup_size" => kernel.max_flat_workgroup_size = n,
+                    b".kernarg_segment_size" => kernel.kernarg_size = n,
+                    _ => {}
+                }
             }
+            kernel.demangled = demangle(&kernel.name);
+            kernel
         })
         .collect();
     Metadata {
         format: MetadataFormat::MsgPack,
         version,
-        target: doc
-            .get("amdhsa.target")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        target: text(doc.get("amdhsa.target")),
         kernels,
     }
 }

@@ -1,44 +1,89 @@
-//! A small MessagePack decoder for AMDGPU metadata notes.
+//! A zero-copy MessagePack reader for AMDGPU metadata notes.
 //!
 //! Ours rather than `rmpv`: metadata comes from untrusted files, and a decoder that reserves
 //! memory for the element count a header claims can be made to allocate gigabytes from a few
-//! bytes. Here every collection grows only as elements are actually decoded (each takes at
-//! least one input byte), and nesting is limited.
+//! bytes. This one allocates nothing: [`decode`] validates the whole document in one pass
+//! (bounded nesting, every length checked against the input), and the [`Value`] it returns
+//! reads maps and arrays lazily from the input bytes. Big ROCm libraries carry metadata for
+//! hundreds of thousands of kernels, so building a tree per document was the dominant cost.
+
+use std::borrow::Cow;
 
 use rocpack_bytes::{Bytes, lossless_string};
 
 const MAX_DEPTH: u32 = 64;
 
-/// A decoded MessagePack value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+/// A value borrowed from a validated document.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
     /// nil
     Nil,
     /// true / false
     Bool(bool),
-    /// Any integer that fits in i128 (covers u64 and i64).
+    /// Any integer (covers u64 and i64).
     Int(i128),
     /// float32 / float64
     Float(f64),
-    /// A string (invalid UTF-8 kept as `\xNN` escapes).
-    Str(String),
+    /// A string's raw bytes (normally UTF-8).
+    Str(&'a [u8]),
     /// Binary or extension data: only its length is kept.
     Bin(u64),
-    /// An array.
-    Array(Vec<Value>),
-    /// A map, in document order.
-    Map(Vec<(Value, Value)>),
+    /// An array of `len` values.
+    Array(Seq<'a>),
+    /// A map of `len` key/value pairs.
+    Map(Seq<'a>),
 }
 
-impl Value {
-    /// Looks a string key up in a map.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        match self {
-            Value::Map(entries) => entries
-                .iter()
-                .find_map(|(k, v)| matches!(k, Value::Str(s) if s == key).then_some(v)),
-            _ => None,
+/// The elements of an array or map, read lazily.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seq<'a> {
+    data: &'a [u8],
+    start: u64,
+    /// Number of elements (pairs, for a map).
+    pub len: u64,
+}
+
+impl<'a> Seq<'a> {
+    fn values(&self, per_item: u64) -> Values<'a> {
+        Values {
+            r: Reader {
+                b: Bytes::new(self.data),
+                pos: self.start,
+            },
+            left: self.len.saturating_mul(per_item),
         }
+    }
+}
+
+/// Iterator over the values of a validated sequence.
+pub struct Values<'a> {
+    r: Reader<'a>,
+    left: u64,
+}
+
+impl<'a> Iterator for Values<'a> {
+    type Item = Value<'a>;
+    fn next(&mut self) -> Option<Value<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // The document was validated by `decode`, so this cannot fail; stop if it does.
+        self.r.value(0).ok()
+    }
+}
+
+impl<'a> Value<'a> {
+    /// Looks a string key up in a map.
+    pub fn get(&self, key: &str) -> Option<Value<'a>> {
+        let Value::Map(seq) = self else { return None };
+        let mut it = seq.values(2);
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            if k == Value::Str(key.as_bytes()) {
+                return Some(v);
+            }
+        }
+        None
     }
 
     /// The value as an unsigned integer.
@@ -49,10 +94,13 @@ impl Value {
         }
     }
 
-    /// The value as a string.
-    pub fn as_str(&self) -> Option<&str> {
+    /// The value as text; invalid UTF-8 becomes `\xNN` escapes.
+    pub fn as_str(&self) -> Option<Cow<'a, str>> {
         match self {
-            Value::Str(s) => Some(s),
+            Value::Str(b) => Some(match std::str::from_utf8(b) {
+                Ok(s) => Cow::Borrowed(s),
+                Err(_) => Cow::Owned(lossless_string(b)),
+            }),
             _ => None,
         }
     }
@@ -67,10 +115,21 @@ impl Value {
         }
     }
 
-    /// The value as an array.
-    pub fn as_array(&self) -> Option<&[Value]> {
+    /// The key/value pairs of a map, in document order.
+    pub fn as_map(&self) -> Option<impl Iterator<Item = (Value<'a>, Value<'a>)> + 'a> {
         match self {
-            Value::Array(a) => Some(a),
+            Value::Map(seq) => {
+                let mut it = seq.values(2);
+                Some(std::iter::from_fn(move || Some((it.next()?, it.next()?))))
+            }
+            _ => None,
+        }
+    }
+
+    /// The elements of an array.
+    pub fn as_array(&self) -> Option<Values<'a>> {
+        match self {
+            Value::Array(seq) => Some(seq.values(1)),
             _ => None,
         }
     }
@@ -86,24 +145,25 @@ pub struct DecodeError {
     pub offset: u64,
 }
 
-/// Decodes one value from the start of `data`; trailing bytes (note padding) are ignored.
+/// Validates the value at the start of `data` and returns it; trailing bytes (note padding)
+/// are ignored.
 ///
 /// # Errors
 /// [`DecodeError`] for truncated input, reserved type bytes or nesting deeper than 64.
-pub fn decode(data: &[u8]) -> Result<Value, DecodeError> {
-    let mut d = Decoder {
+pub fn decode(data: &[u8]) -> Result<Value<'_>, DecodeError> {
+    Reader {
         b: Bytes::new(data),
         pos: 0,
-    };
-    d.value(0)
+    }
+    .value(0)
 }
 
-struct Decoder<'a> {
+struct Reader<'a> {
     b: Bytes<'a>,
     pos: u64,
 }
 
-impl Decoder<'_> {
+impl<'a> Reader<'a> {
     fn err(&self, what: &'static str) -> DecodeError {
         DecodeError {
             what,
@@ -111,7 +171,7 @@ impl Decoder<'_> {
         }
     }
 
-    fn take(&mut self, n: u64) -> Result<&[u8], DecodeError> {
+    fn take(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
         let s = self
             .b
             .read_at(self.pos, n)
@@ -121,20 +181,25 @@ impl Decoder<'_> {
     }
 
     fn uint(&mut self, n: u64) -> Result<u64, DecodeError> {
-        let s = self.take(n)?;
-        Ok(s.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
     }
 
-    fn value(&mut self, depth: u32) -> Result<Value, DecodeError> {
+    /// Reads one value; for arrays and maps, checks and skips their contents.
+    fn value(&mut self, depth: u32) -> Result<Value<'a>, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(self.err("nesting deeper than 64"));
         }
         let tag = self.uint(1)? as u8;
         Ok(match tag {
             0x00..=0x7f => Value::Int(i128::from(tag)),
-            0x80..=0x8f => self.map(u64::from(tag & 0x0f), depth)?,
-            0x90..=0x9f => self.array(u64::from(tag & 0x0f), depth)?,
-            0xa0..=0xbf => self.str(u64::from(tag & 0x1f))?,
+            0x80..=0x8f => self.seq(u64::from(tag & 0x0f), 2, depth).map(Value::Map)?,
+            0x90..=0x9f => self
+                .seq(u64::from(tag & 0x0f), 1, depth)
+                .map(Value::Array)?,
+            0xa0..=0xbf => Value::Str(self.take(u64::from(tag & 0x1f))?),
             0xc0 => Value::Nil,
             0xc1 => return Err(self.err("reserved type byte 0xc1")),
             0xc2 => Value::Bool(false),
@@ -146,7 +211,7 @@ impl Decoder<'_> {
             }
             0xc7..=0xc9 => {
                 let n = self.uint(1 << (tag - 0xc7))?;
-                self.take(1 + n)?;
+                self.take(n.saturating_add(1))?;
                 Value::Bin(n)
             }
             0xca => Value::Float(f64::from(f32::from_bits(self.uint(4)? as u32))),
@@ -165,41 +230,36 @@ impl Decoder<'_> {
             }
             0xd9..=0xdb => {
                 let n = self.uint(1 << (tag - 0xd9))?;
-                self.str(n)?
+                Value::Str(self.take(n)?)
             }
             0xdc | 0xdd => {
                 let n = self.uint(if tag == 0xdc { 2 } else { 4 })?;
-                self.array(n, depth)?
+                self.seq(n, 1, depth).map(Value::Array)?
             }
             0xde | 0xdf => {
                 let n = self.uint(if tag == 0xde { 2 } else { 4 })?;
-                self.map(n, depth)?
+                self.seq(n, 2, depth).map(Value::Map)?
             }
             0xe0..=0xff => Value::Int(i128::from(tag as i8)),
         })
     }
 
-    fn str(&mut self, n: u64) -> Result<Value, DecodeError> {
-        Ok(Value::Str(lossless_string(self.take(n)?)))
-    }
-
-    fn array(&mut self, n: u64, depth: u32) -> Result<Value, DecodeError> {
-        // No with_capacity(n): n is a claim, not a fact.
-        let mut items = Vec::new();
-        for _ in 0..n {
-            items.push(self.value(depth + 1)?);
+    fn seq(&mut self, len: u64, per_item: u64, depth: u32) -> Result<Seq<'a>, DecodeError> {
+        let start = self.pos;
+        // Every element takes at least one byte: a count the input cannot hold fails here,
+        // before any work proportional to it.
+        let items = len.saturating_mul(per_item);
+        if items > self.b.len().saturating_sub(self.pos) {
+            return Err(self.err("collection length exceeds the document"));
         }
-        Ok(Value::Array(items))
-    }
-
-    fn map(&mut self, n: u64, depth: u32) -> Result<Value, DecodeError> {
-        let mut entries = Vec::new();
-        for _ in 0..n {
-            let k = self.value(depth + 1)?;
-            let v = self.value(depth + 1)?;
-            entries.push((k, v));
+        for _ in 0..items {
+            self.value(depth + 1)?;
         }
-        Ok(Value::Map(entries))
+        Ok(Seq {
+            data: self.b.as_slice(),
+            start,
+            len,
+        })
     }
 }
 
@@ -212,27 +272,37 @@ mod tests {
         // {"a": [1, -1, 300, "x", true, nil]}
         let doc = b"\x81\xa1a\x96\x01\xff\xcd\x01\x2c\xa1x\xc3\xc0";
         let v = decode(doc).unwrap();
-        let a = v.get("a").unwrap().as_array().unwrap();
+        let a: Vec<Value<'_>> = v.get("a").unwrap().as_array().unwrap().collect();
         assert_eq!(a[0], Value::Int(1));
         assert_eq!(a[1], Value::Int(-1));
         assert_eq!(a[2].as_u64(), Some(300));
-        assert_eq!(a[3].as_str(), Some("x"));
+        assert_eq!(a[3].as_str().as_deref(), Some("x"));
         assert_eq!(a[4].as_bool(), Some(true));
         assert_eq!(a[5], Value::Nil);
+        assert_eq!(v.get("b"), None);
         assert_eq!(decode(b"\xd0\x80").unwrap(), Value::Int(-128));
         assert_eq!(decode(b"\xd1\xff\xfe").unwrap(), Value::Int(-2));
     }
 
     #[test]
-    fn huge_claimed_counts_fail_without_allocating() {
+    fn huge_claimed_counts_fail_without_work() {
         assert!(decode(b"\xdd\xff\xff\xff\xff").is_err());
         assert!(decode(b"\xdf\xff\xff\xff\xff\x01").is_err());
         assert!(decode(b"\xdb\xff\xff\xff\xffab").is_err());
+        assert!(decode(b"\xc9\xff\xff\xff\xff\x01").is_err());
     }
 
     #[test]
     fn deep_nesting_is_refused() {
         let doc = vec![0x91u8; 10_000];
         assert_eq!(decode(&doc).unwrap_err().what, "nesting deeper than 64");
+    }
+
+    #[test]
+    fn invalid_utf8_is_kept_losslessly() {
+        assert_eq!(
+            decode(b"\xa2\xffa").unwrap().as_str().as_deref(),
+            Some("\\xffa")
+        );
     }
 }

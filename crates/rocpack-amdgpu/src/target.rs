@@ -54,6 +54,16 @@ pub enum TargetIdError {
     /// The same feature twice.
     #[error("feature {feature:?} appears twice in target ID {id:?}")]
     DuplicateFeature { id: String, feature: String },
+    /// A feature the processor does not have (clang rejects such target IDs).
+    #[error("{processor} has no {feature} feature, so {id:?} is not a valid target ID")]
+    UnsupportedFeature {
+        id: String,
+        processor: String,
+        feature: &'static str,
+    },
+    /// A processor missing from rocpack's table.
+    #[error("unknown processor {processor:?} in target ID {id:?}")]
+    UnknownProcessor { id: String, processor: String },
 }
 
 impl TargetId {
@@ -113,6 +123,37 @@ impl TargetId {
     }
 }
 
+impl TargetId {
+    /// Checks the processor against rocpack's EF_AMDGPU_MACH table and the features against
+    /// what that processor supports, as clang does.
+    ///
+    /// # Errors
+    /// [`TargetIdError::UnknownProcessor`] for a processor missing from the table (which may
+    /// be newer than rocpack), [`TargetIdError::UnsupportedFeature`] for `:xnack±`/`:sramecc±`
+    /// on a processor without that feature.
+    pub fn validate(&self) -> Result<(), TargetIdError> {
+        let Some(info) = crate::mach::by_name(&self.processor) else {
+            return Err(TargetIdError::UnknownProcessor {
+                id: self.to_string(),
+                processor: self.processor.clone(),
+            });
+        };
+        for (setting, supported, feature) in [
+            (self.sramecc, info.sramecc, "sramecc"),
+            (self.xnack, info.xnack, "xnack"),
+        ] {
+            if setting != Feature::Any && !supported {
+                return Err(TargetIdError::UnsupportedFeature {
+                    id: self.to_string(),
+                    processor: self.processor.clone(),
+                    feature,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for TargetId {
     /// The canonical form: features in alphabetical order, `Any` omitted.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -146,6 +187,35 @@ mod tests {
             TargetId::parse("gfx10-3-generic").unwrap().processor,
             "gfx10-3-generic"
         );
+    }
+
+    #[test]
+    fn validates_features_against_the_processor() {
+        assert!(
+            TargetId::parse("gfx90a:sramecc+:xnack-")
+                .unwrap()
+                .validate()
+                .is_ok()
+        );
+        assert!(TargetId::parse("gfx1030").unwrap().validate().is_ok());
+        assert!(matches!(
+            TargetId::parse("gfx1030:xnack+").unwrap().validate(),
+            Err(TargetIdError::UnsupportedFeature {
+                feature: "xnack",
+                ..
+            })
+        ));
+        assert!(matches!(
+            TargetId::parse("gfx900:sramecc-").unwrap().validate(),
+            Err(TargetIdError::UnsupportedFeature {
+                feature: "sramecc",
+                ..
+            })
+        ));
+        assert!(matches!(
+            TargetId::parse("gfx9999").unwrap().validate(),
+            Err(TargetIdError::UnknownProcessor { .. })
+        ));
     }
 
     #[test]

@@ -250,6 +250,17 @@ impl Inspection {
         })
     }
 
+    /// File offset of the bundle (or CCOB, section, member) that holds a code object: for the
+    /// per-target `__CLANG_OFFLOAD_BUNDLE__` sections of `-fgpu-rdc` objects, the entry's own
+    /// section; `None` for a bare code object or bytes outside the file.
+    pub fn bundle_offset_of(&self, co: &CodeObject) -> Option<u64> {
+        let container = self.containers.get(co.container?)?;
+        if matches!(container.kind, ContainerKind::OffloadSections) {
+            return co.file_offset;
+        }
+        self.bundle_offset(co.container)
+    }
+
     /// Whether container `id` lies inside decompressed data (below a CCOB or a compressed
     /// OffloadBinary) rather than in another file (a thin archive member).
     pub fn in_decompressed(&self, id: usize) -> bool {

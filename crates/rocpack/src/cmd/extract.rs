@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use rocpack_amdgpu::{Feature, TargetId};
+use rocpack_amdgpu::{Feature, TargetId, TargetIdError};
 use rocpack_offload::{CodeObject, ImageFormat, Inspection};
 use rocpack_scan::{ScanOptions, expand, inspect_file};
 use serde::Serialize;
@@ -48,6 +48,14 @@ fn slug(s: &str) -> String {
 pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
     let wanted =
         TargetId::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
+    match wanted.validate() {
+        Ok(()) => {}
+        // A processor newer than rocpack's table may still be in the files: match it literally.
+        Err(e @ TargetIdError::UnknownProcessor { .. }) => {
+            eprintln!("warning: {e}; matching it literally")
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("--target {}", args.target))),
+    }
     fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create output directory {}", args.output.display()))?;
     let (files, errors) = expand(std::slice::from_ref(&args.path));

@@ -34,11 +34,7 @@ fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
     Row {
         file,
         container: i.location(co.container),
-        bundle_offset: if co.container.is_none() {
-            None
-        } else {
-            i.bundle_offset(co.container)
-        },
+        bundle_offset: i.bundle_offset_of(co),
         entry_index: co.entry_index,
         entry_id: co.entry_id.as_deref(),
         target: co.target.as_ref().map(ToString::to_string),

@@ -264,6 +264,23 @@ pub fn parse_bundle_header(head: &[u8]) -> Vec<BundleEntry> {
     out
 }
 
+/// Like [`parse_bundle_header`], but `None` when `head` is too short for the whole entry table.
+pub fn try_parse_bundle_header(head: &[u8]) -> Option<Vec<BundleEntry>> {
+    if head.len() < 32 || !head.starts_with(BUNDLE_MAGIC) {
+        return None;
+    }
+    let n = le64(head, 24) as usize;
+    let mut pos = 32usize;
+    for _ in 0..n {
+        let idlen = le64(head.get(pos..pos + 24)?, 16) as usize;
+        pos = pos.checked_add(24 + idlen)?;
+        if pos > head.len() {
+            return None;
+        }
+    }
+    Some(parse_bundle_header(&head[..pos]))
+}
+
 /// End of a bundle = max(offset + size) over its entries.
 pub fn bundle_end(entries: &[BundleEntry]) -> u64 {
     entries.iter().map(|e| e.offset + e.size).max().unwrap_or(0)
@@ -728,6 +745,12 @@ pub fn sanitize(s: &str) -> String {
 
 /// Runs scripts/fetch-corpus.sh for one package and returns its unpacked directory.
 pub fn fetch_corpus(pkg: &str) -> PathBuf {
+    // Tests run in parallel threads; two concurrent `apt-get update`s on one lists directory would fight
+    // over its lock and look like a network failure.
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/fetch-corpus.sh");
     let mut cmd = Command::new("bash");
     cmd.arg(script).arg(pkg);
@@ -797,4 +820,19 @@ pub fn bundler_decompress(input: &Path, out: &Path) -> Vec<u8> {
         input.display()
     );
     d
+}
+
+/// Asserts two byte strings are equal without printing them whole.
+#[track_caller]
+pub fn assert_same_bytes(a: &[u8], b: &[u8], what: &str) {
+    if a == b {
+        return;
+    }
+    let first = a.iter().zip(b).position(|(x, y)| x != y);
+    panic!(
+        "{what}: byte strings differ (lengths {} vs {}, first difference at {:?})",
+        a.len(),
+        b.len(),
+        first.map(|i| format!("{i:#x}"))
+    );
 }
