@@ -1,6 +1,8 @@
 //! Behaviours of the walk on doctored copies of the clang-19 fixtures: each test changes a
 //! few bytes the way a corrupt or unusual file would and checks the exact diagnostic.
 
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::indexing_slicing)]
+
 use std::path::Path;
 
 use rocpack_offload::{Inspection, Options, Severity, ccob, inspect};

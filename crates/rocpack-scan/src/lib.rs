@@ -65,10 +65,13 @@ impl FileResult {
     }
 }
 
+/// A path that could not be read, with the reason.
+pub type PathError = (PathBuf, String);
+
 /// Expands paths into files: files as given, directories walked recursively (symbolic links
 /// inside directories are not followed, so `libx.so.1 -> libx.so.1.2` is read once), sorted
 /// per directory for a stable order. Unreadable directories become errors in the result.
-pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<(PathBuf, String)>) {
+pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<PathError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for p in paths {
@@ -81,12 +84,7 @@ pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<(PathBuf, String)
     (files, errors)
 }
 
-fn walk_dir(
-    dir: &Path,
-    files: &mut Vec<(PathBuf, bool)>,
-    errors: &mut Vec<(PathBuf, String)>,
-    depth: u32,
-) {
+fn walk_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>, errors: &mut Vec<PathError>, depth: u32) {
     if depth > 64 {
         errors.push((dir.to_path_buf(), "directory nesting deeper than 64".into()));
         return;

@@ -2,6 +2,8 @@
 //! exit-status contract. Run `INSTA_UPDATE=always cargo test -p rocpack --test cli` after an
 //! intended output change and review the diff of tests/snapshots/.
 
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::indexing_slicing)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
