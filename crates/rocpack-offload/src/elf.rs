@@ -20,6 +20,7 @@ pub const SHT_RELR: u32 = 19;
 pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
 pub const PT_LOAD: u32 = 1;
 pub const PT_DYNAMIC: u32 = 2;
+pub const PF_X: u32 = 1;
 pub const PF_W: u32 = 2;
 const DT_NULL: u64 = 0;
 const DT_STRTAB: u64 = 5;

@@ -18,6 +18,8 @@ use crate::offload_binary;
 /// The magic of `.hipFatBinSegment` wrappers: u32 0x48495046, u32 version 1.
 const WRAPPER_MAGIC: [u8; 8] = [0x46, 0x50, 0x49, 0x48, 1, 0, 0, 0];
 const WRAPPER_SIZE: u64 = 24;
+/// Largest read-only segment searched for wrappers when section headers are missing.
+const READ_ONLY_SCAN_LIMIT: u64 = 64 << 20;
 /// How deep containers may nest (archive in archive, bundle in bundle entry ...).
 const MAX_DEPTH: u32 = 8;
 /// Bytes of each entry decoded from a compressed bundle when only headers are wanted.
@@ -678,34 +680,46 @@ impl Walker<'_, '_> {
     fn fatbin_from_segments(&mut self, elf: &Elf<'_>, place: Place) {
         let mut relocs = None;
         let mut starts: Vec<(u64, u64)> = Vec::new();
-        for seg in elf
+        // Wrappers live in writable data, except in non-PIE executables, where nothing needs
+        // relocating and the linker puts them in a read-only segment: look there second,
+        // skipping segments so large that they must be the fat binary itself.
+        let loads = elf
             .segments
             .iter()
-            .filter(|p| p.p_type == elf::PT_LOAD && p.flags & elf::PF_W != 0)
-        {
-            let bytes = elf.data.read_at_most(seg.offset, seg.filesz);
-            let mut at = 0usize;
-            while let Some(found) = bytes.get(at..).and_then(|r| find(r, &WRAPPER_MAGIC)) {
-                let pos = at + found;
-                at = pos + 8;
-                if pos % 8 != 0 {
-                    continue;
-                }
-                let w = Bytes::new(bytes);
-                let in_place = w.u64(pos as u64 + 8).unwrap_or(0);
-                let field_vaddr = seg.vaddr.wrapping_add(pos as u64 + 8);
-                let accept = |p: u64| {
-                    elf.vaddr_to_offset(p).is_some_and(|o| {
-                        elf.data.has_at(o, bundle::MAGIC) || elf.data.has_at(o, ccob::MAGIC)
-                    })
-                };
-                if let Some(off) =
-                    Self::resolve_pointer(elf, &mut relocs, field_vaddr, in_place, &accept)
-                        .and_then(|(p, _)| elf.vaddr_to_offset(p))
-                        .filter(|&o| accept_offset(elf, o))
-                {
-                    if let Some(seg) = elf.load_segment_at_offset(off) {
-                        starts.push((off, seg.offset.saturating_add(seg.filesz)));
+            .filter(|p| p.p_type == elf::PT_LOAD && p.flags & elf::PF_X == 0);
+        let writable: Vec<_> = loads.clone().filter(|p| p.flags & elf::PF_W != 0).collect();
+        let read_only: Vec<_> = loads
+            .filter(|p| p.flags & elf::PF_W == 0 && p.filesz <= READ_ONLY_SCAN_LIMIT)
+            .collect();
+        for (pass, segs) in [writable, read_only].into_iter().enumerate() {
+            if pass == 1 && !starts.is_empty() {
+                break;
+            }
+            for seg in segs {
+                let bytes = elf.data.read_at_most(seg.offset, seg.filesz);
+                let mut at = 0usize;
+                while let Some(found) = bytes.get(at..).and_then(|r| find(r, &WRAPPER_MAGIC)) {
+                    let pos = at + found;
+                    at = pos + 8;
+                    if pos % 8 != 0 {
+                        continue;
+                    }
+                    let w = Bytes::new(bytes);
+                    let in_place = w.u64(pos as u64 + 8).unwrap_or(0);
+                    let field_vaddr = seg.vaddr.wrapping_add(pos as u64 + 8);
+                    let accept = |p: u64| {
+                        elf.vaddr_to_offset(p).is_some_and(|o| {
+                            elf.data.has_at(o, bundle::MAGIC) || elf.data.has_at(o, ccob::MAGIC)
+                        })
+                    };
+                    if let Some(off) =
+                        Self::resolve_pointer(elf, &mut relocs, field_vaddr, in_place, &accept)
+                            .and_then(|(p, _)| elf.vaddr_to_offset(p))
+                            .filter(|&o| accept_offset(elf, o))
+                    {
+                        if let Some(seg) = elf.load_segment_at_offset(off) {
+                            starts.push((off, seg.offset.saturating_add(seg.filesz)));
+                        }
                     }
                 }
             }

@@ -181,3 +181,14 @@ fn overlapping_entries_are_reported() {
         i.diagnostics
     );
 }
+
+#[test]
+fn stripped_non_pie_executable_is_read_through_read_only_wrappers() {
+    let mut data = fixture("exe-nopie");
+    // Drop the section headers: e_shoff, e_shnum, e_shstrndx = 0.
+    data[40..48].fill(0);
+    data[60..64].fill(0);
+    let i = inspect(&data, &Options::default());
+    assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
+    assert_eq!(device_targets(&i), ["gfx1030"]);
+}
