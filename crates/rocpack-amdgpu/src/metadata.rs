@@ -99,8 +99,15 @@ pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
             }
         }
     }
+    // Read each byte range once: hostile files can point many PT_NOTEs at the same bytes.
+    ranges.sort_unstable();
+    let mut covered_to = 0u64;
     let mut out = Vec::new();
     for (off, size, align) in ranges {
+        if off < covered_to {
+            continue;
+        }
+        covered_to = off.saturating_add(size);
         let seg = b.sub(off, size).map_err(oob("note segment"))?;
         // Notes are 4-byte aligned; an 8-byte aligned note segment pads to 8 (gABI).
         let align = if align == 8 { 8 } else { 4 };
@@ -289,10 +296,30 @@ fn from_msgpack(doc: &Value<'_>) -> Metadata {
     }
 }
 
+/// LLVM never writes YAML anchors into metadata, and the loader copies the anchored node at
+/// every alias, so a few hundred bytes of nested aliases could expand to gigabytes: refuse them.
+fn reject_aliases(text: &str) -> Result<(), String> {
+    let mut parser = yaml_rust2::parser::Parser::new_from_str(text);
+    loop {
+        match parser.next_token() {
+            Ok((yaml_rust2::parser::Event::StreamEnd, _)) => return Ok(()),
+            Ok((yaml_rust2::parser::Event::Alias(_), mark)) => {
+                return Err(format!(
+                    "YAML alias at line {}: aliases are not used in code object metadata",
+                    mark.line()
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
 fn from_yaml(desc: &[u8]) -> Result<Metadata, String> {
     use yaml_rust2::{Yaml, YamlLoader};
     let text = lossless_string(desc);
     let text = text.trim_end_matches('\0');
+    reject_aliases(text)?;
     let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
     let doc = docs.first().ok_or("empty YAML document")?;
     let uint = |y: &Yaml| y.as_i64().and_then(|i| u64::try_from(i).ok());
@@ -363,6 +390,12 @@ mod tests {
         );
         assert_eq!(demangle("vadd"), None);
         assert_eq!(demangle("_Zgarbage"), None);
+    }
+
+    #[test]
+    fn yaml_aliases_are_refused() {
+        let doc = b"---\na: &x [1, 2]\nb: [*x, *x]\n...\n";
+        assert!(from_yaml(doc).unwrap_err().contains("alias"));
     }
 
     #[test]

@@ -131,35 +131,54 @@ pub fn parse(data: &[u8], complete: bool) -> Result<BundleHeader, FormatError> {
     })
 }
 
-/// Bytes of the bundle header needed to parse the table, if `data` holds the start of one:
-/// `Ok(None)` when more data is needed, `Ok(Some(n))` when complete.
-pub(crate) fn header_len(data: &[u8]) -> Result<Option<u64>, FormatError> {
-    let b = Bytes::new(data);
-    if b.len() < 32 {
-        return Ok(None);
-    }
-    if !b.has_at(0, MAGIC) {
-        return Err(FormatError::new(
-            Kind::Bundle,
-            0,
-            "no __CLANG_OFFLOAD_BUNDLE__ magic",
-        ));
-    }
-    let count = b.u64(24).unwrap_or(0);
-    let mut pos = 32u64;
-    for _ in 0..count {
-        let Ok(id_len) = b.u64(pos + 16) else {
-            return Ok(None);
-        };
-        pos = pos
-            .checked_add(24)
-            .and_then(|p| p.checked_add(id_len))
-            .ok_or_else(|| FormatError::new(Kind::Bundle, pos + 16, "entry ID length overflows"))?;
-        if pos > b.len() {
-            return Ok(None);
+/// Finds the length of a bundle header in a growing prefix (as decoded from a compressed
+/// bundle), resuming where the previous call stopped so that the total work is linear in the
+/// header size however small the steps.
+#[derive(Debug, Default)]
+pub(crate) struct HeaderScan {
+    /// Position of the next entry descriptor (0 before the magic was checked).
+    pos: u64,
+    /// Entries still to be walked.
+    left: u64,
+}
+
+impl HeaderScan {
+    /// `Ok(Some(len))` once the whole header is in `data`, `Ok(None)` while more is needed.
+    pub(crate) fn advance(&mut self, data: &[u8]) -> Result<Option<u64>, FormatError> {
+        let b = Bytes::new(data);
+        if self.pos == 0 {
+            if b.len() < 32 {
+                return Ok(None);
+            }
+            if !b.has_at(0, MAGIC) {
+                return Err(FormatError::new(
+                    Kind::Bundle,
+                    0,
+                    "no __CLANG_OFFLOAD_BUNDLE__ magic",
+                ));
+            }
+            self.left = b.u64(24).unwrap_or(0);
+            self.pos = 32;
         }
+        while self.left > 0 {
+            let Ok(id_len) = b.u64(self.pos + 16) else {
+                return Ok(None);
+            };
+            let next = self
+                .pos
+                .checked_add(24)
+                .and_then(|p| p.checked_add(id_len))
+                .ok_or_else(|| {
+                    FormatError::new(Kind::Bundle, self.pos + 16, "entry ID length overflows")
+                })?;
+            if next > b.len() {
+                return Ok(None);
+            }
+            self.pos = next;
+            self.left -= 1;
+        }
+        Ok(Some(self.pos))
     }
-    Ok(Some(pos))
 }
 
 /// Finds overlapping entries (a hostile or corrupt table); returns pairs of entry indexes.
@@ -215,8 +234,9 @@ pub(crate) mod tests {
         assert_eq!(h.entries.len(), 2);
         assert_eq!(h.entries[1].id.target, "gfx1030");
         assert_eq!(h.end(), data.len() as u64);
-        assert_eq!(header_len(&data).unwrap(), Some(h.header_size));
-        assert_eq!(header_len(&data[..40]).unwrap(), None);
+        let mut scan = HeaderScan::default();
+        assert_eq!(scan.advance(&data[..40]).unwrap(), None);
+        assert_eq!(scan.advance(&data).unwrap(), Some(h.header_size));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! allocated, RELR decoding uses checked arithmetic, and only the headers asked for are read,
 //! which keeps a 1.6 GB library's walk at a few hundred kilobytes.
 
+use std::collections::{HashMap, HashSet};
+
 use rocpack_bytes::Bytes;
 
 use crate::error::{FormatError, Kind};
@@ -23,7 +25,6 @@ pub const PT_DYNAMIC: u32 = 2;
 pub const PF_X: u32 = 1;
 pub const PF_W: u32 = 2;
 const DT_NULL: u64 = 0;
-const DT_STRTAB: u64 = 5;
 const DT_SYMTAB: u64 = 6;
 const DT_RELA: u64 = 7;
 const DT_RELASZ: u64 = 8;
@@ -83,6 +84,10 @@ pub struct Elf<'a> {
     pub e_machine: u16,
     pub sections: Vec<Section<'a>>,
     pub segments: Vec<Segment>,
+    /// Entries of the dynamic section (tag, value), up to DT_NULL; read once.
+    pub dynamic: Vec<(u64, u64)>,
+    /// PT_LOAD segments whose file range runs past the end of the file (a truncated file).
+    pub truncated_segments: Vec<Segment>,
 }
 
 /// Whether `data` starts with the ELF magic.
@@ -198,12 +203,25 @@ impl<'a> Elf<'a> {
                 });
             }
         }
+        let truncated_segments = segments
+            .iter()
+            .copied()
+            .filter(|p| {
+                p.p_type == PT_LOAD
+                    && p.offset
+                        .checked_add(p.filesz)
+                        .is_none_or(|end| end > b.len())
+            })
+            .collect();
+        let dynamic = read_dynamic(b, &segments);
         Ok(Elf {
             data: b,
             e_type,
             e_machine,
             sections,
             segments,
+            dynamic,
+            truncated_segments,
         })
     }
 
@@ -255,46 +273,40 @@ impl<'a> Elf<'a> {
             .find(|p| offset >= p.offset && offset - p.offset < p.filesz)
     }
 
-    /// Entries of the dynamic section as (tag, value), up to DT_NULL.
-    pub fn dynamic(&self) -> Vec<(u64, u64)> {
-        let Some(dynseg) = self.segments.iter().find(|p| p.p_type == PT_DYNAMIC) else {
-            return Vec::new();
+    /// The dynamic relocations (RELA) that patch one of the `wanted` addresses, and the
+    /// `wanted` addresses that RELR relocates, as the dynamic section describes them; works
+    /// without section headers. Only wanted addresses are kept, so a hostile table cannot make
+    /// this allocate more than the caller asked about.
+    pub fn dynamic_relocations(&self, wanted: &HashSet<u64>) -> (HashMap<u64, Rela>, HashSet<u64>) {
+        let get = |tag| {
+            self.dynamic
+                .iter()
+                .find(|(t, _)| *t == tag)
+                .map(|(_, v)| *v)
         };
-        let d = self.data.read_at_most(dynseg.offset, dynseg.filesz);
-        let d = Bytes::new(d);
-        let mut out = Vec::new();
-        let mut at = 0;
-        while let (Ok(tag), Ok(val)) = (d.u64(at), d.u64(at + 8)) {
-            if tag == DT_NULL {
-                break;
-            }
-            out.push((tag, val));
-            at += 16;
-        }
-        out
-    }
-
-    /// The dynamic relocations (RELA), and the addresses relocated by RELR, as the dynamic
-    /// section describes them; works without section headers.
-    pub fn dynamic_relocations(&self) -> (Vec<Rela>, Vec<u64>) {
-        let dynamic = self.dynamic();
-        let get = |tag| dynamic.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
         let table = |addr: Option<u64>, size: Option<u64>| -> &'a [u8] {
             match (addr.and_then(|a| self.vaddr_to_offset(a)), size) {
                 (Some(off), Some(size)) => self.data.read_at_most(off, size),
                 _ => &[],
             }
         };
-        let relas = parse_rela(table(get(DT_RELA), get(DT_RELASZ)));
-        let relr = parse_relr(table(get(DT_RELR), get(DT_RELRSZ)));
-        (relas, relr)
+        let rela = parse_rela(table(get(DT_RELA), get(DT_RELASZ)))
+            .into_iter()
+            .filter(|r| wanted.contains(&r.offset))
+            .map(|r| (r.offset, r))
+            .collect();
+        let mut relr = HashSet::new();
+        for_each_relr(table(get(DT_RELR), get(DT_RELRSZ)), |addr| {
+            if wanted.contains(&addr) {
+                relr.insert(addr);
+            }
+        });
+        (rela, relr)
     }
 
     /// Symbol `index` of the dynamic symbol table (DT_SYMTAB).
     pub fn dynamic_symbol(&self, index: u32) -> Option<Symbol> {
-        let dynamic = self.dynamic();
-        let symtab = dynamic.iter().find(|(t, _)| *t == DT_SYMTAB)?.1;
-        let _ = dynamic.iter().find(|(t, _)| *t == DT_STRTAB);
+        let symtab = self.dynamic.iter().find(|(t, _)| *t == DT_SYMTAB)?.1;
         let off = self
             .vaddr_to_offset(symtab)?
             .checked_add(u64::from(index).checked_mul(24)?)?;
@@ -365,15 +377,14 @@ pub fn parse_rela(data: &[u8]) -> Vec<Rela> {
         .collect()
 }
 
-/// Decodes an SHT_RELR table into the addresses it relocates (the gABI encoding: an even entry
+/// Calls `f` with every address an SHT_RELR table relocates (the gABI encoding: an even entry
 /// is an address, an odd one a bitmap of the 63 words after the previous run).
-pub fn parse_relr(data: &[u8]) -> Vec<u64> {
-    let mut out = Vec::new();
+pub fn for_each_relr(data: &[u8], mut f: impl FnMut(u64)) {
     let mut base: Option<u64> = None;
     for c in data.chunks_exact(8) {
         let entry = Bytes::new(c).u64(0).unwrap_or(0);
         if entry & 1 == 0 {
-            out.push(entry);
+            f(entry);
             base = entry.checked_add(8);
         } else if let Some(b) = base {
             let mut bits = entry >> 1;
@@ -381,7 +392,7 @@ pub fn parse_relr(data: &[u8]) -> Vec<u64> {
             while bits != 0 {
                 if bits & 1 != 0 {
                     if let Some(addr) = b.checked_add(i * 8) {
-                        out.push(addr);
+                        f(addr);
                     }
                 }
                 bits >>= 1;
@@ -389,6 +400,29 @@ pub fn parse_relr(data: &[u8]) -> Vec<u64> {
             }
             base = b.checked_add(63 * 8);
         }
+    }
+}
+
+/// The addresses an SHT_RELR table relocates.
+pub fn parse_relr(data: &[u8]) -> Vec<u64> {
+    let mut out = Vec::new();
+    for_each_relr(data, |a| out.push(a));
+    out
+}
+
+fn read_dynamic(b: Bytes<'_>, segments: &[Segment]) -> Vec<(u64, u64)> {
+    let Some(dynseg) = segments.iter().find(|p| p.p_type == PT_DYNAMIC) else {
+        return Vec::new();
+    };
+    let d = Bytes::new(b.read_at_most(dynseg.offset, dynseg.filesz));
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let (Ok(tag), Ok(val)) = (d.u64(at), d.u64(at + 8)) {
+        if tag == DT_NULL {
+            break;
+        }
+        out.push((tag, val));
+        at += 16;
     }
     out
 }

@@ -1,6 +1,6 @@
 //! The walk: find every container of device code in a file and every entry inside them.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rocpack_amdgpu::{CodeObjectHeader, looks_like_code_object, metadata};
 use rocpack_bytes::{Bytes, align_up, lossless_string};
@@ -22,6 +22,8 @@ const WRAPPER_SIZE: u64 = 24;
 const READ_ONLY_SCAN_LIMIT: u64 = 64 << 20;
 /// How deep containers may nest (archive in archive, bundle in bundle entry ...).
 const MAX_DEPTH: u32 = 8;
+/// Most containers plus entries recorded for one file (librocsparse.so has about 1,700).
+const MAX_ITEMS: usize = 1_000_000;
 /// Bytes of each entry decoded from a compressed bundle when only headers are wanted.
 const ENTRY_PREFIX: u64 = 4096;
 /// Default ceiling for a fully decompressed bundle (the largest seen in ROCm 7.1 is 171 MB).
@@ -118,6 +120,8 @@ pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> 
         opts,
         out: Inspection::default(),
         sink,
+        nested_seen: HashSet::new(),
+        exhausted: false,
         depth: 0,
     };
     let place = Place {
@@ -163,6 +167,12 @@ struct Walker<'o, 's> {
     out: Inspection,
     sink: Option<Sink<'s>>,
     depth: u32,
+    /// Byte ranges (address, length) already read as nested containers: an entry that covers
+    /// its own bundle (or one already read) is not read again, so hostile self-references
+    /// cannot multiply the work.
+    nested_seen: HashSet<(usize, usize)>,
+    /// Set once MAX_ITEMS containers and entries were recorded; the walk then stops.
+    exhausted: bool,
 }
 
 /// Bytes of one entry: all of them, or only a prefix (decoded from a compressed stream).
@@ -190,6 +200,22 @@ impl Walker<'_, '_> {
             size,
         });
         id
+    }
+
+    /// Whether the walk has recorded as many items as one file may yield (reported once).
+    fn over_budget(&mut self) -> bool {
+        if !self.exhausted && self.out.containers.len() + self.out.code_objects.len() >= MAX_ITEMS {
+            self.exhausted = true;
+            self.out.diagnostics.push(Diagnostic {
+                severity: Severity::Error,
+                code: "too-many-items",
+                container: None,
+                offset: None,
+                offset_in_file: false,
+                message: format!("more than {MAX_ITEMS} containers and entries in one file; the rest was not read"),
+            });
+        }
+        self.exhausted
     }
 
     fn diag(
@@ -236,6 +262,9 @@ impl Walker<'_, '_> {
 
     /// Dispatches on the magic. Returns whether the buffer was a container at all.
     fn any(&mut self, data: &[u8], place: Place) -> Result<bool, FormatError> {
+        if self.over_budget() {
+            return Ok(false);
+        }
         if self.depth >= MAX_DEPTH {
             return Err(FormatError::new(
                 Kind::Bundle,
@@ -293,7 +322,9 @@ impl Walker<'_, '_> {
         );
         let archive = ArchiveFile::parse(data)
             .map_err(|e| FormatError::new(Kind::Archive, 0, e.to_string()))?;
+        let mut members = 0usize;
         for member in archive.members() {
+            members += 1;
             let member = match member {
                 Ok(m) => m,
                 Err(e) => {
@@ -384,6 +415,20 @@ impl Walker<'_, '_> {
                 self.diag_err(Some(mid), mplace.file_base, e);
             }
         }
+        if members == 0 && data.len() > 8 {
+            // object reads an archive cut inside its symbol table as an empty archive.
+            self.diag(
+                Severity::Error,
+                "malformed-archive",
+                Some(id),
+                place.file_base,
+                8,
+                format!(
+                    "archive: no member could be read from its {} bytes (truncated?)",
+                    data.len()
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -391,6 +436,21 @@ impl Walker<'_, '_> {
 
     fn host_elf(&mut self, data: &[u8], place: Place) -> Result<(), FormatError> {
         let elf = Elf::parse(data)?;
+        for seg in &elf.truncated_segments {
+            self.diag(
+                Severity::Error,
+                "truncated-file",
+                place.parent,
+                place.file_base,
+                seg.offset,
+                format!(
+                    "a PT_LOAD segment ({} bytes at offset {:#x}) runs past the end of the {}-byte file: the file is truncated",
+                    seg.filesz,
+                    seg.offset,
+                    data.len()
+                ),
+            );
+        }
         let id = self.container(
             place.parent,
             ContainerKind::HostElf {
@@ -449,7 +509,7 @@ impl Walker<'_, '_> {
     /// `in_place`), the way the dynamic loader would.
     fn resolve_pointer(
         elf: &Elf<'_>,
-        relocs: &mut Option<DynRelocs>,
+        relocs: &mut DynRelocs,
         field_vaddr: u64,
         in_place: u64,
         accept: &dyn Fn(u64) -> bool,
@@ -459,8 +519,8 @@ impl Walker<'_, '_> {
         if in_place != 0 && accept(in_place) {
             return Some((in_place, "in-place"));
         }
-        let r = relocs.get_or_insert_with(|| DynRelocs::read(elf));
-        if let Some(rela) = r.rela.get(&field_vaddr) {
+        let (rela_at, relr) = relocs.get(elf);
+        if let Some(rela) = rela_at.get(&field_vaddr) {
             return match elf::reloc_kind(elf.e_machine, rela.r_type)? {
                 RelocKind::Relative => Some((rela.addend as u64, "rela-relative")),
                 RelocKind::Absolute => {
@@ -470,7 +530,7 @@ impl Walker<'_, '_> {
                 }
             };
         }
-        (r.relr.contains(&field_vaddr) && in_place != 0).then_some((in_place, "relr"))
+        (relr.contains(&field_vaddr) && in_place != 0).then_some((in_place, "relr"))
     }
 
     fn fatbin_section(
@@ -512,7 +572,9 @@ impl Walker<'_, '_> {
                     ),
                 );
             }
-            let mut relocs = None;
+            let fields =
+                (0..wdata.len() / WRAPPER_SIZE).map(|i| ws.addr.wrapping_add(i * WRAPPER_SIZE + 8));
+            let mut relocs = DynRelocs::new(fields.collect());
             let reloc_for_object =
                 (elf.e_type == elf::ET_REL).then(|| object_relocs(elf, ws.index));
             for i in 0..wdata.len() / WRAPPER_SIZE {
@@ -678,8 +740,6 @@ impl Walker<'_, '_> {
     }
 
     fn fatbin_from_segments(&mut self, elf: &Elf<'_>, place: Place) {
-        let mut relocs = None;
-        let mut starts: Vec<(u64, u64)> = Vec::new();
         // Wrappers live in writable data, except in non-PIE executables, where nothing needs
         // relocating and the linker puts them in a read-only segment: look there second,
         // skipping segments so large that they must be the fat binary itself.
@@ -687,39 +747,58 @@ impl Walker<'_, '_> {
             .segments
             .iter()
             .filter(|p| p.p_type == elf::PT_LOAD && p.flags & elf::PF_X == 0);
-        let writable: Vec<_> = loads.clone().filter(|p| p.flags & elf::PF_W != 0).collect();
+        let writable: Vec<_> = loads
+            .clone()
+            .filter(|p| p.flags & elf::PF_W != 0)
+            .copied()
+            .collect();
         let read_only: Vec<_> = loads
             .filter(|p| p.flags & elf::PF_W == 0 && p.filesz <= READ_ONLY_SCAN_LIMIT)
+            .copied()
             .collect();
-        for (pass, segs) in [writable, read_only].into_iter().enumerate() {
-            if pass == 1 && !starts.is_empty() {
+        let mut starts: Vec<(u64, u64)> = Vec::new();
+        for segs in [writable, read_only] {
+            if !starts.is_empty() {
                 break;
             }
-            for seg in segs {
-                let bytes = elf.data.read_at_most(seg.offset, seg.filesz);
+            // (field vaddr, in-place value) of every 8-aligned wrapper magic, each file byte
+            // scanned once however the segments overlap.
+            let mut candidates = Vec::new();
+            for (start, end) in merged_ranges(&segs) {
+                let bytes = elf.data.read_at_most(start, end - start);
                 let mut at = 0usize;
                 while let Some(found) = bytes.get(at..).and_then(|r| find(r, &WRAPPER_MAGIC)) {
                     let pos = at + found;
                     at = pos + 8;
-                    if pos % 8 != 0 {
+                    let file_pos = start + pos as u64;
+                    let Some(seg) = segs
+                        .iter()
+                        .find(|p| file_pos >= p.offset && file_pos - p.offset < p.filesz)
+                    else {
                         continue;
-                    }
-                    let w = Bytes::new(bytes);
-                    let in_place = w.u64(pos as u64 + 8).unwrap_or(0);
-                    let field_vaddr = seg.vaddr.wrapping_add(pos as u64 + 8);
-                    let accept = |p: u64| {
-                        elf.vaddr_to_offset(p).is_some_and(|o| {
-                            elf.data.has_at(o, bundle::MAGIC) || elf.data.has_at(o, ccob::MAGIC)
-                        })
                     };
-                    if let Some(off) =
-                        Self::resolve_pointer(elf, &mut relocs, field_vaddr, in_place, &accept)
-                            .and_then(|(p, _)| elf.vaddr_to_offset(p))
-                            .filter(|&o| accept_offset(elf, o))
-                    {
-                        if let Some(seg) = elf.load_segment_at_offset(off) {
-                            starts.push((off, seg.offset.saturating_add(seg.filesz)));
-                        }
+                    let field_vaddr = seg.vaddr.wrapping_add(file_pos - seg.offset + 8);
+                    if field_vaddr % 8 == 0 {
+                        candidates.push((
+                            field_vaddr,
+                            Bytes::new(bytes).u64(pos as u64 + 8).unwrap_or(0),
+                        ));
+                    }
+                }
+            }
+            let mut relocs = DynRelocs::new(candidates.iter().map(|(f, _)| *f).collect());
+            let accept = |p: u64| {
+                elf.vaddr_to_offset(p)
+                    .is_some_and(|o| accept_offset(elf, o))
+            };
+            for (field_vaddr, in_place) in candidates {
+                if let Some(off) =
+                    Self::resolve_pointer(elf, &mut relocs, field_vaddr, in_place, &accept)
+                        .and_then(|(p, _)| elf.vaddr_to_offset(p))
+                        .filter(|&o| accept_offset(elf, o))
+                {
+                    if let Some(seg) = elf.load_segment_at_offset(off) {
+                        starts.push((off, seg.offset.saturating_add(seg.filesz)));
                     }
                 }
             }
@@ -901,9 +980,24 @@ impl Walker<'_, '_> {
         } else if let Err(e) = self.ccob_headers(&h, data, inner) {
             self.diag_err(Some(cid), None, e);
         }
-        Ok(h.total_size.or_else(|| {
-            ccob::v1_payload_len(&h, data, self.opts.max_decompressed).map(|n| h.header_size + n)
-        }))
+        if h.total_size.is_some() {
+            return Ok(h.total_size);
+        }
+        // Version 1 has no size field: its end is where the compressed stream ends.
+        match ccob::v1_payload_len(&h, data, self.opts.max_decompressed) {
+            Some(n) => Ok(Some(h.header_size + n)),
+            None => {
+                self.diag(
+                    Severity::Error,
+                    "malformed-ccob",
+                    Some(cid),
+                    place.file_base,
+                    h.header_size,
+                    "version-1 compressed bundle whose compressed stream does not end within the data (truncated?); nothing after it can be located".into(),
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// Decodes a CCOB only as far as the entry table and the first bytes of each entry.
@@ -917,8 +1011,9 @@ impl Walker<'_, '_> {
         let limit = h.uncompressed_size.min(self.opts.max_decompressed);
         let mut stream = ccob::Stream::new(h.method, h.payload(data), h.uncompressed_size)?;
         let mut prefix = Vec::new();
+        let mut scan = bundle::HeaderScan::default();
         let header_len = loop {
-            if let Some(n) = bundle::header_len(&prefix)? {
+            if let Some(n) = scan.advance(&prefix)? {
                 break n;
             }
             if prefix.len() as u64 >= limit {
@@ -1113,6 +1208,9 @@ impl Walker<'_, '_> {
         size: u64,
         offset: u64,
     ) {
+        if self.over_budget() {
+            return;
+        }
         let host = id.as_ref().is_some_and(|i| !i.is_device());
         let data = bytes.data;
         let file_offset = place.file_base.and_then(|b| b.checked_add(offset));
@@ -1207,7 +1305,11 @@ impl Walker<'_, '_> {
             }
         }
         self.out.code_objects.push(co);
-        if nested {
+        if nested
+            && self
+                .nested_seen
+                .insert((data.as_ptr() as usize, data.len()))
+        {
             let nplace = Place {
                 parent: place.parent,
                 file_base: file_offset,
@@ -1240,20 +1342,39 @@ fn object_relocs(elf: &Elf<'_>, target: usize) -> HashMap<u64, (usize, u32, i64)
     out
 }
 
-/// The dynamic relocations, indexed by the address they patch.
+/// The dynamic relocations at the addresses of interest, read once, on first need.
 struct DynRelocs {
-    rela: HashMap<u64, elf::Rela>,
-    relr: BTreeSet<u64>,
+    wanted: HashSet<u64>,
+    read: Option<(HashMap<u64, elf::Rela>, HashSet<u64>)>,
 }
 
 impl DynRelocs {
-    fn read(elf: &Elf<'_>) -> Self {
-        let (rela, relr) = elf.dynamic_relocations();
-        DynRelocs {
-            rela: rela.into_iter().map(|r| (r.offset, r)).collect(),
-            relr: relr.into_iter().collect(),
+    fn new(wanted: HashSet<u64>) -> Self {
+        DynRelocs { wanted, read: None }
+    }
+
+    fn get(&mut self, elf: &Elf<'_>) -> &(HashMap<u64, elf::Rela>, HashSet<u64>) {
+        let wanted = &self.wanted;
+        self.read
+            .get_or_insert_with(|| elf.dynamic_relocations(wanted))
+    }
+}
+
+/// The file ranges of segments, sorted, with overlapping ones merged.
+fn merged_ranges(segs: &[elf::Segment]) -> Vec<(u64, u64)> {
+    let mut r: Vec<(u64, u64)> = segs
+        .iter()
+        .map(|p| (p.offset, p.offset.saturating_add(p.filesz)))
+        .collect();
+    r.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in r {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
         }
     }
+    out
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -9,6 +9,9 @@ use rocpack_bytes::{Bytes, align_up, lossless_string};
 
 use crate::error::{FormatError, Kind};
 
+/// Most bytes of string-map keys and values kept for one binary (LLVM writes a few dozen).
+const MAX_STRING_BYTES: usize = 1 << 20;
+
 /// The OffloadBinary magic.
 pub const MAGIC: &[u8; 4] = b"\x10\xff\x10\xad";
 
@@ -137,6 +140,7 @@ fn parse_impl(data: &[u8], inflated: bool) -> Result<OffloadBinary, FormatError>
         ));
     }
     let string_entry = if version == 1 { 16 } else { 24 };
+    let mut string_bytes = 0usize;
     let mut images = Vec::new();
     for i in 0..count {
         let at = entries_offset.saturating_add(i * entry_size);
@@ -172,6 +176,15 @@ fn parse_impl(data: &[u8], inflated: bool) -> Result<OffloadBinary, FormatError>
                         format!("entry #{i}: string #{s} value is out of bounds"),
                     )
                 })?;
+            // Values are copied, and each may name the whole binary: keep them short so that
+            // memory stays linear in the input.
+            string_bytes = string_bytes.saturating_add(key.len() + value.len());
+            if string_bytes > MAX_STRING_BYTES {
+                return Err(err(
+                    sat,
+                    format!("string map holds more than {MAX_STRING_BYTES} bytes"),
+                ));
+            }
             strings.push((key, value));
         }
         images.push(OffloadImage {
