@@ -57,6 +57,20 @@ impl BundleHeader {
 /// # Errors
 /// [`FormatError`] with the offset (relative to `data`) of the field that is wrong.
 pub fn parse(data: &[u8], complete: bool) -> Result<BundleHeader, FormatError> {
+    parse_impl(data, complete.then_some(data.len() as u64))
+}
+
+/// Parses a bundle header held in `header` (exactly the header, or more) for a bundle of
+/// `total` bytes: entries must lie within `total`. Lets a caller read only the header of a
+/// large bundle.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_header(header: &[u8], total: u64) -> Result<BundleHeader, FormatError> {
+    parse_impl(header, Some(total))
+}
+
+fn parse_impl(data: &[u8], total: Option<u64>) -> Result<BundleHeader, FormatError> {
     let b = Bytes::new(data);
     if !b.has_at(0, MAGIC) {
         return Err(FormatError::new(
@@ -103,16 +117,16 @@ pub fn parse(data: &[u8], complete: bool) -> Result<BundleHeader, FormatError> {
                 format!("entry #{index}: ID length {id_len} runs past the data"),
             )
         })?;
-        if complete {
+        if let Some(total) = total {
             let end = offset.checked_add(size);
-            if end.is_none_or(|end| end > b.len()) {
+            if end.is_none_or(|end| end > total) {
                 return Err(FormatError::new(
                     Kind::Bundle,
                     pos,
                     format!(
                         "entry #{index} ({}): offset {offset} + size {size} runs past the bundle's {} bytes",
                         lossless_string(id),
-                        b.len()
+                        total
                     ),
                 ));
             }

@@ -141,7 +141,14 @@ pub fn inspect_file(
         inspection: None,
         io_error: None,
     };
-    let map = match Mapped::open(path) {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            result.io_error = Some(e.to_string());
+            return result;
+        }
+    };
+    let map = match Mapped::from_file(&file) {
         Ok(m) => m,
         Err(e) => {
             result.io_error = Some(e.to_string());
@@ -156,6 +163,7 @@ pub fn inspect_file(
         decompress: opts.decompress,
         max_decompressed: opts.max_decompressed,
         thin_loader: Some(&loader),
+        file: Some(&file),
     };
     result.inspection = Some(inspect_with(&map, &o, sink));
     result
