@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 scripts/install-deps.sh
-for tool in hyperfine:hyperfine fincore:util-linux; do
+for tool in hyperfine:hyperfine fincore:util-linux strace:strace; do
   command -v "${tool%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${tool##*:}" >/dev/null; }
 done
 cargo build --release --locked --quiet
@@ -31,10 +31,16 @@ n_rocpack=$("$rocpack" list --json "$lib" | wc -l)
 n_targets=$("$rocpack" list --json "$lib" | grep -c '"target":"gfx')
 n_roc=$(perl "$roc_obj_ls" "$lib" 2>/dev/null | grep -c 'file://')
 n_roc_dev=$(perl "$roc_obj_ls" "$lib" 2>/dev/null | grep 'file://' | grep -vc '^[0-9]* *host-')
-n_bundler=$(clang-offload-bundler-19 --list --type=o --input="$lib" | wc -l)
+# clang-offload-bundler lists nothing for a host library: .hip_fatbin must be dumped first
+# (outside the timing), and then it reads only the first bundle of the dump.
+fatbin=$(mktemp /tmp/rocpack-bench-fatbin.XXXXXX)
+trap 'rm -f "$fatbin" "$fatbin.o"' EXIT
+llvm-objcopy-19 --dump-section .hip_fatbin="$fatbin" "$lib" "$fatbin.o"
+rm -f "$fatbin.o"
+n_bundler=$(clang-offload-bundler-19 --list --type=o --input="$fatbin" | wc -l)
 echo "rocpack list: $n_rocpack device code objects, $n_targets with a target decoded from the code object's ELF header"
 echo "roc-obj-ls:   $n_roc entries ($n_roc_dev device entries; targets only as written in the entry IDs)"
-echo "clang-offload-bundler-19 --list: $n_bundler entries (it reads only the first bundle of the section)"
+echo "clang-offload-bundler-19 --list on the dumped .hip_fatbin: $n_bundler entries (it reads only the first bundle)"
 echo
 
 echo "## wall time, warm cache ($runs runs each)"
@@ -44,11 +50,11 @@ hyperfine -N --warmup 2 --runs "$runs" --style basic \
   -n roc-obj-ls "perl $roc_obj_ls $lib" \
   --export-json /tmp/rocpack-bench.json 2>&1 | grep -v '^ *$'
 hyperfine -N --warmup 1 --runs 3 --style basic \
-  -n clang-offload-bundler-19 "clang-offload-bundler-19 --list --type=o --input=$lib" 2>&1 | grep -v '^ *$'
+  -n clang-offload-bundler-19 "clang-offload-bundler-19 --list --type=o --input=$fatbin" 2>&1 | grep -v '^ *$'
 echo
 
 echo "## max RSS (KiB), warm cache"
-for cmd in "$rocpack list $lib" "perl $roc_obj_ls $lib" "clang-offload-bundler-19 --list --type=o --input=$lib"; do
+for cmd in "$rocpack list $lib" "perl $roc_obj_ls $lib" "clang-offload-bundler-19 --list --type=o --input=$fatbin"; do
   /usr/bin/time -f "%M KiB  ${cmd%% *}" $cmd > /dev/null 2> /tmp/rocpack-time.txt || true
   tail -n 1 /tmp/rocpack-time.txt
 done
@@ -63,3 +69,13 @@ for cmd in "$rocpack list $lib" "perl $roc_obj_ls $lib"; do
   $cmd > /dev/null 2>&1
   echo "$(( $(resident) - before )) bytes  ${cmd%% *} (resident before: $before)"
 done
+echo
+
+echo "## bytes requested from the library through read/pread (strace), and pages mapped in"
+# rocpack reads small headers with pread and maps the file for the rest; count both.
+strace -f -e trace=pread64,read -o /tmp/rocpack-strace.txt "$rocpack" list "$lib" > /dev/null
+fd_bytes=$(awk '/pread64\(3,/ { n = $NF; if (n ~ /^[0-9]+$/) s += n } END { print s + 0 }' /tmp/rocpack-strace.txt)
+preads=$(grep -c 'pread64(3,' /tmp/rocpack-strace.txt)
+echo "rocpack: $fd_bytes bytes in $preads pread calls"
+strace -f -e trace=read,pread64,lseek -o /tmp/rocobjls-strace.txt perl "$roc_obj_ls" "$lib" > /dev/null 2>&1
+echo "roc-obj-ls (perl and its objdump children): $(awk '/^[0-9]+ +read\(/ && !/ENOENT/ { n = $NF; if (n ~ /^[0-9]+$/) s += n } END { print s + 0 }' /tmp/rocobjls-strace.txt) bytes in read calls (all files, including perl modules)"

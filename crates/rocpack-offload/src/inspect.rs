@@ -977,7 +977,8 @@ impl Walker<'_, '_> {
     /// Reads a bundle's header, touching only the header's bytes.
     fn bundle_header(&self, data: &[u8], base: Option<u64>) -> Result<BundleHeader, FormatError> {
         let mut scan = bundle::HeaderScan::default();
-        let mut want = 4096u64;
+        // A bundle header is 32 bytes plus about 60 per entry: 1 KiB covers 16 entries.
+        let mut want = 1024u64;
         loop {
             let head = self.peek(data, base, 0, want);
             if let Some(n) = scan.advance(&head)? {
