@@ -25,6 +25,9 @@ const READ_ONLY_SCAN_LIMIT: u64 = 64 << 20;
 const MAX_DEPTH: u32 = 8;
 /// Most containers plus entries recorded for one file (librocsparse.so has about 1,700).
 const MAX_ITEMS: usize = 1_000_000;
+/// Bytes read at a bundle start: a bundle header is 32 bytes plus about 60 per entry, so 1 KiB
+/// holds the whole table of a bundle of up to 16 entries.
+const START_READ: u64 = 1024;
 /// Bytes of each entry decoded from a compressed bundle when only headers are wanted.
 const ENTRY_PREFIX: u64 = 4096;
 /// Default ceiling for a fully decompressed bundle (the largest seen in ROCm 7.1 is 171 MB).
@@ -147,6 +150,7 @@ pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> 
         sink,
         nested_seen: HashSet::new(),
         exhausted: false,
+        starts_read: std::cell::RefCell::new(HashMap::new()),
         depth: 0,
     };
     let place = Place {
@@ -198,6 +202,9 @@ struct Walker<'o, 's> {
     nested_seen: HashSet<(usize, usize)>,
     /// Set once MAX_ITEMS containers and entries were recorded; the walk then stops.
     exhausted: bool,
+    /// The first bytes of each bundle start read so far (file offset -> bytes): the magic check
+    /// when resolving a wrapper, the dispatch and the header parse then share one pread.
+    starts_read: std::cell::RefCell<HashMap<u64, Vec<u8>>>,
 }
 
 /// Bytes of one entry: all of them, or only a prefix (decoded from a compressed stream).
@@ -250,9 +257,27 @@ impl Walker<'_, '_> {
         Cow::Borrowed(slice)
     }
 
+    /// The first [`START_READ`] bytes at a possible bundle start (fewer where `data` ends),
+    /// read once per offset.
+    fn peek_start<'d>(&self, data: &'d [u8], base: Option<u64>, offset: u64) -> Cow<'d, [u8]> {
+        let Some(at) = base.and_then(|b| b.checked_add(offset)) else {
+            return self.peek(data, base, offset, START_READ);
+        };
+        if let Some(hit) = self.starts_read.borrow().get(&at) {
+            return Cow::Owned(hit.clone());
+        }
+        let head = self.peek(data, base, offset, START_READ);
+        let mut cache = self.starts_read.borrow_mut();
+        // Bounded: a hostile wrapper table cannot grow it past a few MiB.
+        if cache.len() < 4096 {
+            cache.insert(at, head.to_vec());
+        }
+        head
+    }
+
     /// Whether a bundle or CCOB magic is at `offset` of `data`.
     fn bundle_magic_at(&self, data: &[u8], base: Option<u64>, offset: u64) -> bool {
-        let head = self.peek(data, base, offset, bundle::MAGIC.len() as u64);
+        let head = self.peek_start(data, base, offset);
         head.starts_with(bundle::MAGIC) || head.starts_with(ccob::MAGIC)
     }
 
@@ -769,12 +794,7 @@ impl Walker<'_, '_> {
         offset: u64,
         index: usize,
     ) -> Result<Option<u64>, Reported> {
-        let head = self.peek(
-            data,
-            place.shifted(offset).file_base,
-            0,
-            bundle::MAGIC.len() as u64,
-        );
+        let head = self.peek_start(data, place.shifted(offset).file_base, 0);
         let result = if head.starts_with(ccob::MAGIC) {
             self.ccob(data, place.shifted(offset), Some(index))
         } else if head.starts_with(bundle::MAGIC) {
@@ -977,10 +997,13 @@ impl Walker<'_, '_> {
     /// Reads a bundle's header, touching only the header's bytes.
     fn bundle_header(&self, data: &[u8], base: Option<u64>) -> Result<BundleHeader, FormatError> {
         let mut scan = bundle::HeaderScan::default();
-        // A bundle header is 32 bytes plus about 60 per entry: 1 KiB covers 16 entries.
-        let mut want = 1024u64;
+        let mut want = START_READ;
         loop {
-            let head = self.peek(data, base, 0, want);
+            let head = if want == START_READ {
+                self.peek_start(data, base, 0)
+            } else {
+                self.peek(data, base, 0, want)
+            };
             if let Some(n) = scan.advance(&head)? {
                 return bundle::parse_header(
                     head.get(..n as usize).unwrap_or_default(),
