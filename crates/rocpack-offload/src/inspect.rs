@@ -94,9 +94,6 @@ impl Default for Options<'_> {
 /// A callback given every code object whose bytes are complete, with the inspection so far.
 pub type Sink<'s> = &'s mut dyn FnMut(&Inspection, &CodeObject, &[u8]);
 
-/// An error that was already recorded as a diagnostic.
-struct Reported;
-
 /// What the start of a buffer looks like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sniff {
@@ -736,9 +733,7 @@ impl Walker<'_, '_> {
             }
             let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
             let slice = b.read_at(pos, limit - pos).unwrap_or_default();
-            let end = self
-                .bundle_or_ccob(slice, place, pos, index)
-                .unwrap_or(None);
+            let end = self.bundle_or_ccob(slice, place, pos, index);
             index += 1;
             if let (true, Some(end)) = (probe, end) {
                 let next = align_up(pos.saturating_add(end), 4096).unwrap_or(u64::MAX);
@@ -778,7 +773,7 @@ impl Walker<'_, '_> {
                 break;
             }
             match self.bundle_or_ccob(slice, place, pos, index) {
-                Ok(Some(end)) if end > 0 => pos = pos.saturating_add(end),
+                Some(end) if end > 0 => pos = pos.saturating_add(end),
                 _ => break,
             }
             index += 1;
@@ -786,14 +781,15 @@ impl Walker<'_, '_> {
     }
 
     /// Reads the bundle or CCOB at the start of `data` (at `offset` in the place's data);
-    /// returns its size when known. Errors are reported here, with their offset in the place.
+    /// returns its size when known. Errors are reported here, with their offset in the place,
+    /// and give `None` like an unknown size: either way a walk cannot go past it.
     fn bundle_or_ccob(
         &mut self,
         data: &[u8],
         place: Place,
         offset: u64,
         index: usize,
-    ) -> Result<Option<u64>, Reported> {
+    ) -> Option<u64> {
         let head = self.peek_start(data, place.shifted(offset).file_base, 0);
         let result = if head.starts_with(ccob::MAGIC) {
             self.ccob(data, place.shifted(offset), Some(index))
@@ -807,13 +803,13 @@ impl Walker<'_, '_> {
                 "a wrapper points here, but there is no bundle or CCOB magic",
             ))
         };
-        result.map_err(|e| {
+        result.unwrap_or_else(|e| {
             let e = FormatError {
                 offset: e.offset.saturating_add(offset),
                 ..e
             };
             self.diag_err(place.parent, place.file_base, e);
-            Reported
+            None
         })
     }
 
@@ -867,13 +863,13 @@ impl Walker<'_, '_> {
             let mut relocs = DynRelocs::new(candidates.iter().map(|(f, _)| *f).collect());
             let accept = |p: u64| {
                 elf.vaddr_to_offset(p)
-                    .is_some_and(|o| accept_offset(elf, o))
+                    .is_some_and(|o| self.bundle_magic_at(elf.data.as_slice(), place.file_base, o))
             };
             for (field_vaddr, in_place) in candidates {
                 if let Some(off) =
                     Self::resolve_pointer(elf, &mut relocs, field_vaddr, in_place, &accept)
                         .and_then(|(p, _)| elf.vaddr_to_offset(p))
-                        .filter(|&o| accept_offset(elf, o))
+                        .filter(|&o| self.bundle_magic_at(elf.data.as_slice(), place.file_base, o))
                 {
                     if let Some(seg) = elf.load_segment_at_offset(off) {
                         starts.push((off, seg.offset.saturating_add(seg.filesz)));
@@ -904,10 +900,6 @@ impl Walker<'_, '_> {
             .map(|(o, _)| o - first)
             .collect();
         self.bundles_at(region, &set, place.at(sid, first), false);
-
-        fn accept_offset(elf: &Elf<'_>, o: u64) -> bool {
-            elf.data.has_at(o, bundle::MAGIC) || elf.data.has_at(o, ccob::MAGIC)
-        }
     }
 
     fn rdc_sections(&mut self, elf: &Elf<'_>, place: Place) {

@@ -91,26 +91,27 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
         // Collect the compatible entries with their bytes, then take per container the exact
         // match if there is one, else the first compatible entry: one code object per bundle
         // and target, as the bundler gives.
-        let mut candidates: Vec<(Option<usize>, CodeObject, Vec<u8>)> = Vec::new();
+        let mut candidates: Vec<(CodeObject, Vec<u8>)> = Vec::new();
         let mut sink = |_: &Inspection, co: &CodeObject, bytes: &[u8]| {
             if co.host || co.format == ImageFormat::Empty {
                 return;
             }
             if co.target.as_ref().is_some_and(|t| compatible(t, &wanted)) {
-                candidates.push((co.container, co.clone(), bytes.to_vec()));
+                candidates.push((co.clone(), bytes.to_vec()));
             }
         };
         let r = inspect_file(path, &opts, Some(&mut sink));
-        let inspection = r.inspection.clone().unwrap_or_default();
+        let empty = Inspection::default();
+        let inspection = r.inspection.as_ref().unwrap_or(&empty);
         let mut taken: HashSet<Option<usize>> = HashSet::new();
         let exact: HashSet<Option<usize>> = candidates
             .iter()
-            .filter(|(_, co, _)| co.target.as_ref() == Some(&wanted))
-            .map(|(c, _, _)| *c)
+            .filter(|(co, _)| co.target.as_ref() == Some(&wanted))
+            .map(|(co, _)| co.container)
             .collect();
-        for (container, co, bytes) in &candidates {
+        for (co, bytes) in &candidates {
             let is_exact = co.target.as_ref() == Some(&wanted);
-            if (exact.contains(container) && !is_exact) || !taken.insert(*container) {
+            if (exact.contains(&co.container) && !is_exact) || !taken.insert(co.container) {
                 continue;
             }
             let t = co
