@@ -50,7 +50,10 @@ impl GfxVersion {
         if self.minor > 0xf || self.stepping > 0xf {
             return None;
         }
-        Some(format!("gfx{}{:x}{:x}", self.major, self.minor, self.stepping))
+        Some(format!(
+            "gfx{}{:x}{:x}",
+            self.major, self.minor, self.stepping
+        ))
     }
 }
 
@@ -94,7 +97,10 @@ mod tests {
         assert_eq!(v.to_string(), "9.0.10");
         let v = GfxVersion::from_kfd(100300).unwrap();
         assert_eq!(v.processor().as_deref(), Some("gfx1030"));
-        assert_eq!(GfxVersion::from_kfd(110501).unwrap().processor().as_deref(), Some("gfx1151"));
+        assert_eq!(
+            GfxVersion::from_kfd(110501).unwrap().processor().as_deref(),
+            Some("gfx1151")
+        );
         assert_eq!(GfxVersion::from_kfd(0), None);
         for (generic, members) in GENERIC_MEMBERS {
             assert!(by_name(generic).is_some_and(|m| m.generic), "{generic}");

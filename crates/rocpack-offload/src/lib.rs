@@ -27,7 +27,8 @@ pub mod offload_binary;
 pub use entry_id::EntryId;
 pub use error::{FormatError, Kind};
 pub use inspect::{
-    DEFAULT_MAX_DECOMPRESSED, Options, Sink, Sniff, ThinMemberLoader, inspect, inspect_with, sniff,
+    DEFAULT_MAX_DECOMPRESSED, Options, ReadAt, Sink, Sniff, ThinMemberLoader, inspect,
+    inspect_with, sniff,
 };
 pub use model::{
     CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,

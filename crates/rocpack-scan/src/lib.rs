@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use rocpack_scan::{scan, ScanOptions};
-//! let results = scan(&["/usr/lib/x86_64-linux-gnu".into()], &ScanOptions::default(), |_, _| ());
+//! let results = scan(&["/usr/lib/x86_64-linux-gnu".into()], &ScanOptions::default(), |_, _| ()).results;
 //! for r in &results {
 //!     println!("{}: {} code objects", r.path.display(), r.inspection.as_ref().map_or(0, |i| i.code_objects.len()));
 //! }
@@ -11,6 +11,7 @@
 #![deny(clippy::indexing_slicing)]
 
 mod map;
+pub mod package;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,7 @@ use rayon::prelude::*;
 use rocpack_offload::{Inspection, Options, ThinMemberLoader, inspect_with};
 
 pub use map::Mapped;
+pub use package::{PackageKind, package_kind, read_package};
 
 /// How to scan.
 #[derive(Clone)]
@@ -30,6 +32,15 @@ pub struct ScanOptions {
     pub max_decompressed: u64,
     /// Report files that hold no GPU code too (otherwise only files with containers).
     pub include_empty: bool,
+    /// Also report files that hold no GPU code but whose names mark them as GPU data:
+    /// rocBLAS/hipBLASLt index files (`.dat`), MIOpen kernel databases (`.kdb`), code object
+    /// files (`.co`, `.hsaco`) (see [`is_data_file`]).
+    pub include_data_files: bool,
+    /// Read `.deb`, wheel, zip and tar files in place (see [`package`]) instead of as plain
+    /// files.
+    pub open_packages: bool,
+    /// Largest package member held in memory for inspection.
+    pub max_member: u64,
 }
 
 impl Default for ScanOptions {
@@ -39,8 +50,23 @@ impl Default for ScanOptions {
             decompress: false,
             max_decompressed: rocpack_offload::DEFAULT_MAX_DECOMPRESSED,
             include_empty: false,
+            include_data_files: false,
+            open_packages: true,
+            max_member: DEFAULT_MAX_MEMBER,
         }
     }
+}
+
+/// Default for [`ScanOptions::max_member`]: 8 GiB, above any single ROCm library seen.
+pub const DEFAULT_MAX_MEMBER: u64 = 8 << 30;
+
+/// Whether a file's name marks it as GPU data that matters without device code in it: the
+/// per-architecture index files of rocBLAS and hipBLASLt (`TensileLibrary_lazy_gfx90a.dat`),
+/// MIOpen kernel databases (`gfx90a68.kdb`) and code object files (`.co`, `.hsaco`).
+pub fn is_data_file(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "dat" | "kdb" | "co" | "hsaco"))
 }
 
 /// The result for one file.
@@ -54,11 +80,26 @@ pub struct FileResult {
     pub size: u64,
     /// What was found; `None` when the file could not be opened.
     pub inspection: Option<Inspection>,
-    /// The I/O error, when the file could not be opened or mapped.
+    /// The I/O error, when the file could not be opened or mapped, or a package member could
+    /// not be read.
     pub io_error: Option<String>,
+    /// The package this is a member of (`path` is then `PACKAGE!/MEMBER`).
+    pub package: Option<PathBuf>,
 }
 
 impl FileResult {
+    /// A result for a file that could not be read.
+    pub fn failed(path: &Path, error: String) -> Self {
+        FileResult {
+            path: path.to_path_buf(),
+            explicit: true,
+            size: 0,
+            inspection: None,
+            io_error: Some(error),
+            package: None,
+        }
+    }
+
     /// Whether reading this file hit an error (I/O or malformed content).
     pub fn has_errors(&self) -> bool {
         self.io_error.is_some() || self.inspection.as_ref().is_some_and(Inspection::has_errors)
@@ -140,6 +181,7 @@ pub fn inspect_file(
         size: 0,
         inspection: None,
         io_error: None,
+        package: None,
     };
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -169,42 +211,81 @@ pub fn inspect_file(
     result
 }
 
-/// Inspects every file under `paths` in parallel; results come back in path order. `progress`
-/// is called (from worker threads) after each file with (files done, files total).
-pub fn scan(
-    paths: &[PathBuf],
-    opts: &ScanOptions,
-    progress: impl Fn(usize, usize) + Sync,
-) -> Vec<FileResult> {
+/// Inspects every file under `paths` in parallel; results come back in path order, package
+/// members in member order after their package's place. `progress` is called (from worker
+/// threads) with (bytes done, bytes total): a plain file counts its size once inspected, a
+/// package its compressed bytes as they are consumed.
+pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) + Sync) -> Scanned {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     let (files, errors) = expand(paths);
-    let total = files.len();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<FileResult> = files
-        .par_iter()
-        .map(|(path, explicit)| {
-            let mut r = inspect_file(path, opts, None);
-            r.explicit = *explicit;
-            progress(
-                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-                total,
-            );
-            r
-        })
-        .filter(|r| {
-            opts.include_empty
-                || r.explicit
-                || r.io_error.is_some()
-                || r.inspection
-                    .as_ref()
-                    .is_some_and(|i| !i.code_objects.is_empty() || !i.diagnostics.is_empty())
+    let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>)> = files
+        .iter()
+        .map(|(p, explicit)| {
+            let size = std::fs::metadata(p).map_or(0, |m| m.len());
+            let kind = opts.open_packages.then(|| package_kind(p)).flatten();
+            (p, *explicit, size, kind)
         })
         .collect();
-    results.extend(errors.into_iter().map(|(path, e)| FileResult {
-        path,
-        explicit: true,
-        size: 0,
-        inspection: None,
-        io_error: Some(e),
-    }));
-    results
+    let total: u64 = sized.iter().map(|f| f.2).sum();
+    let done = AtomicU64::new(0);
+    let examined = AtomicUsize::new(0);
+    let advance = |n: u64| progress(done.fetch_add(n, Ordering::Relaxed) + n, total);
+    let keep = |r: &FileResult| {
+        opts.include_empty
+            || r.explicit
+            || r.io_error.is_some()
+            || r.inspection
+                .as_ref()
+                .is_some_and(|i| !i.code_objects.is_empty() || !i.diagnostics.is_empty())
+            || (opts.include_data_files && is_data_file(&r.path))
+    };
+    // Packages are read one at a time, each with its own parallelism inside; plain files in
+    // parallel with each other.
+    let mut per_file: Vec<Vec<FileResult>> = sized
+        .par_iter()
+        .map(|(path, explicit, size, kind)| {
+            if kind.is_some() {
+                return Vec::new();
+            }
+            let mut r = inspect_file(path, opts, None);
+            r.explicit = *explicit;
+            advance(*size);
+            examined.fetch_add(1, Ordering::Relaxed);
+            if keep(&r) { vec![r] } else { Vec::new() }
+        })
+        .collect();
+    for (slot, (path, explicit, _, kind)) in per_file.iter_mut().zip(&sized) {
+        if let Some(kind) = kind {
+            let members = read_package(path, *kind, opts, &advance, &examined);
+            let mut members: Vec<FileResult> = members.into_iter().filter(|r| keep(r)).collect();
+            if members.is_empty() && *explicit {
+                // Say that the package was read, even when nothing in it holds GPU code.
+                let mut r = FileResult::failed(path, String::new());
+                r.io_error = None;
+                r.size = std::fs::metadata(path).map_or(0, |m| m.len());
+                r.inspection = Some(Inspection::default());
+                members.push(r);
+            }
+            *slot = members;
+        }
+    }
+    let mut results: Vec<FileResult> = per_file.into_iter().flatten().collect();
+    results.extend(
+        errors
+            .into_iter()
+            .map(|(path, e)| FileResult::failed(&path, e)),
+    );
+    Scanned {
+        results,
+        examined: examined.into_inner(),
+    }
+}
+
+/// What [`scan`] found.
+#[derive(Debug)]
+pub struct Scanned {
+    /// One result per file (or package member) kept.
+    pub results: Vec<FileResult>,
+    /// Files and package members examined, kept or not.
+    pub examined: usize,
 }

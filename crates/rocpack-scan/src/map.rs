@@ -40,6 +40,21 @@ impl Mapped {
         let _ = map.advise(memmap2::Advice::Random);
         Ok(Mapped { map: Some(map) })
     }
+
+    /// Maps an open file that will be read from start to end (a package being streamed),
+    /// so the kernel reads ahead.
+    ///
+    /// # Errors
+    /// The I/O error of mapping it.
+    pub fn from_file_sequential(file: &File) -> io::Result<Self> {
+        if file.metadata()?.len() == 0 {
+            return Ok(Mapped { map: None });
+        }
+        // Safety: as in `from_file`.
+        let map = unsafe { memmap2::MmapOptions::new().map(file)? };
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(Mapped { map: Some(map) })
+    }
 }
 
 impl Deref for Mapped {

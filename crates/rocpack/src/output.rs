@@ -102,13 +102,43 @@ impl Progress {
         }
     }
 
-    pub fn update(&self, done: usize, total: usize) {
-        if self.enabled && total > 1 {
-            let _ = write!(io::stderr(), "\rrocpack: {done}/{total} files");
-            if done == total {
-                let _ = write!(io::stderr(), "\r\x1b[K");
-            }
+    /// Shows `done` of `total` bytes as a bar with a percentage; clears it when complete.
+    pub fn update(&self, done: u64, total: u64) {
+        if !self.enabled || total == 0 {
+            return;
         }
+        const WIDTH: u64 = 30;
+        let filled = (done.min(total) * WIDTH / total) as usize;
+        let bar = format!(
+            "{}{}",
+            "#".repeat(filled),
+            "-".repeat(WIDTH as usize - filled)
+        );
+        let _ = write!(
+            io::stderr(),
+            "\rrocpack: [{bar}] {:>3}% of {}",
+            done.min(total) * 100 / total,
+            human_size(total)
+        );
+        if done >= total {
+            let _ = write!(io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+/// A byte count in binary units: `512 B`, `41.3 MiB`, `1.6 GiB`.
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
     }
 }
 

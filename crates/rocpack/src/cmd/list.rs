@@ -61,11 +61,8 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
         ..ScanOptions::default()
     };
     let progress = Progress::new(global.quiet);
-    let examined = std::sync::atomic::AtomicUsize::new(0);
-    let results = scan(&args.paths, &opts, |d, t| {
-        examined.store(t, std::sync::atomic::Ordering::Relaxed);
-        progress.update(d, t);
-    });
+    let scanned = scan(&args.paths, &opts, |d, t| progress.update(d, t));
+    let results = scanned.results;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut rows = Vec::new();
     for r in &results {
@@ -94,7 +91,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
         }
     }
     if !global.json && rows.is_empty() {
-        let files = examined.load(std::sync::atomic::Ordering::Relaxed);
+        let files = scanned.examined;
         eprintln!(
             "rocpack: no device code objects in {files} file{}",
             if files == 1 { "" } else { "s" }

@@ -27,7 +27,7 @@ pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
         ..ScanOptions::default()
     };
     let progress = Progress::new(global.quiet);
-    let results = scan(&args.paths, &opts, |d, t| progress.update(d, t));
+    let results = scan(&args.paths, &opts, |d, t| progress.update(d, t)).results;
     let mut out = io::BufWriter::new(io::stdout().lock());
     for r in &results {
         let Some(i) = &r.inspection else { continue };
