@@ -12,7 +12,9 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
+pub mod catalogue;
 pub mod code_object;
+pub mod compat;
 pub mod mach;
 mod mach_table;
 pub mod metadata;

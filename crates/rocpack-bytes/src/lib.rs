@@ -170,6 +170,21 @@ pub fn lossless_string(bytes: &[u8]) -> String {
     out
 }
 
+/// A byte count in binary units for people: `512 B`, `41.3 MiB`, `1.6 GiB`.
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match UNITS.get(unit) {
+        Some(u) if unit > 0 => format!("{v:.1} {u}"),
+        _ => format!("{n} B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
