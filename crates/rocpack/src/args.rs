@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Inspect the AMD GPU code inside ROCm libraries, executables, archives and bundles —
-/// without a GPU, without ROCm, and without executing anything.
+/// Inspect the AMD GPU code inside ROCm libraries, executables, archives, bundles and packages,
+/// and check which GPUs it runs on — without a GPU, without ROCm, and without executing
+/// anything.
 #[derive(Debug, Parser)]
 #[command(name = "rocpack", version, about, max_term_width = 100)]
 #[command(
-    after_help = "Exit status: 0 success; 1 nothing matched (extract); 2 a file could not be read completely, or bad usage."
+    after_help = "Exit status: 0 success; 1 nothing matched (extract, gpus, devices) or a library cannot run on a requested GPU (check); 2 a file could not be read completely, or bad usage."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -42,6 +43,92 @@ pub enum Command {
     Show(ShowArgs),
     /// Write the code objects for one target, byte-identical to clang-offload-bundler --unbundle.
     Extract(ExtractArgs),
+    /// Which GPUs each library can run on, by the HIP runtime's rules (exit 1 if one cannot).
+    Check(CheckArgs),
+    /// Inventory and coverage matrix (library × GPU target) of an install, packages or wheels.
+    Scan(ScanArgs),
+    /// The GPU catalogue: processors, generic targets, features, products.
+    Gpus(GpusArgs),
+    /// The AMD GPUs of this machine, read from sysfs (no ROCm needed).
+    Devices(DevicesArgs),
+}
+
+/// How to decide whether code runs: shared by check and scan.
+#[derive(Debug, Args)]
+pub struct RuleArgs {
+    /// Loader rules: hip (current HIP runtime: native, then generic), hip-legacy (ROCm 6.3 and
+    /// older: no generic fallback), debian (Debian/Solus extended ISA compatibility patches).
+    #[arg(long, value_name = "POLICY", default_value = "hip")]
+    pub policy: String,
+
+    /// Report the device as another processor, as the runtime does for this variable
+    /// (e.g. 10.3.0 for gfx1030). Taken from HSA_OVERRIDE_GFX_VERSION when set.
+    #[arg(long, value_name = "X.Y.Z", env = "HSA_OVERRIDE_GFX_VERSION")]
+    pub hsa_override_gfx_version: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files, directories, .deb, .whl/.zip or .tar(.gz|.xz|.zst) packages. Default: the usual
+    /// install locations (/opt/rocm*, /usr/lib/<multiarch>, /usr/lib64, Python packages such
+    /// as torch and jaxlib).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// GPU to check for: a target ID (gfx90a:sramecc+:xnack-), a processor alias or a product
+    /// name from `rocpack gpus` (repeat, or separate with commas). Default: this machine's GPUs.
+    #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
+    pub gpus: Vec<String>,
+
+    #[command(flatten)]
+    pub rules: RuleArgs,
+
+    /// Read GPUs from this directory instead of /sys (for tests and for other machines' dumps).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+
+    /// Also list libraries that run natively, with their reasons.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Files, directories, .deb, .whl/.zip or .tar(.gz|.xz|.zst) packages.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Write the coverage report as one self-contained HTML file.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+
+    /// Columns for these GPUs too (by default: every processor with code in the input, and the
+    /// members of each generic target present).
+    #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
+    pub gpus: Vec<String>,
+
+    #[command(flatten)]
+    pub rules: RuleArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GpusArgs {
+    /// Show only entries matching this: a processor or alias (gfx90a, navi21), a generation or
+    /// architecture (gfx11, rdna3), or part of a product name (7900, MI300).
+    #[arg(value_name = "FILTER")]
+    pub filter: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Read this directory as /sys (a copy of another machine's topology, or a test fixture).
+    /// Device-node access is then not checked.
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+
+    /// libdrm's amdgpu.ids to name the GPUs (default: the usual libdrm locations).
+    #[arg(long, value_name = "FILE")]
+    pub amdgpu_ids: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

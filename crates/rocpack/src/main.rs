@@ -14,6 +14,10 @@ fn main() -> ExitCode {
         args::Command::List(a) => cmd::list::run(&cli.global, a),
         args::Command::Show(a) => cmd::show::run(&cli.global, a),
         args::Command::Extract(a) => cmd::extract::run(&cli.global, a),
+        args::Command::Check(a) => cmd::check::run(&cli.global, a),
+        args::Command::Scan(a) => cmd::scan::run(&cli.global, a),
+        args::Command::Gpus(a) => cmd::gpus::run(&cli.global, a),
+        args::Command::Devices(a) => cmd::devices::run(&cli.global, a),
     };
     match result {
         Ok(code) => code.into(),

@@ -126,21 +126,7 @@ impl Progress {
     }
 }
 
-/// A byte count in binary units: `512 B`, `41.3 MiB`, `1.6 GiB`.
-pub fn human_size(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
+pub use rocpack_bytes::human_size;
 
 /// Formats a byte count with thousands separators.
 pub fn thousands(n: u64) -> String {

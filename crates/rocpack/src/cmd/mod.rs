@@ -1,5 +1,10 @@
 //! One module per command.
 
+pub mod check;
+pub mod devices;
 pub mod extract;
+pub mod gpu_arg;
+pub mod gpus;
 pub mod list;
+pub mod scan;
 pub mod show;

@@ -1,0 +1,266 @@
+//! Verdicts: does a library run on a GPU, under a policy and an optional override?
+//!
+//! A library runs on a GPU only if every bundle in it has a code object the loader takes; the
+//! library's verdict is the weakest over its bundles, and its reason is that bundle's.
+
+use rocpack_amdgpu::TargetId;
+use rocpack_amdgpu::compat::{self, Device, Policy, Rule, Selection, Verdict};
+use rocpack_amdgpu::mach::GfxVersion;
+use serde::Serialize;
+
+use crate::library::{Bundle, Library, LibraryKind};
+
+/// A GPU to check against.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gpu {
+    /// Exactly as the user gave it (or as detected).
+    pub given: String,
+    /// Its target ID, canonical, features concrete where known.
+    pub target: TargetId,
+    /// A marketing name, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// How to decide.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// The loader's rules.
+    pub policy: Policy,
+    /// HSA_OVERRIDE_GFX_VERSION.
+    pub override_version: Option<GfxVersion>,
+}
+
+/// The verdict for one library on one GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The rule that decided (for the weakest bundle); `None` when no bundle was judged.
+    pub rule: Option<Rule>,
+    /// Why, naming the rule and the entry (for the weakest bundle).
+    pub reason: String,
+    /// The bundle the verdict comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
+    /// The entry chosen in that bundle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Bundles per verdict: native, generic, policy, override, none.
+    pub bundles: VerdictCounts,
+    /// Warnings, such as an override that crosses ISA families.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// How many bundles got each verdict.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct VerdictCounts {
+    pub native: usize,
+    pub generic: usize,
+    pub policy: usize,
+    #[serde(rename = "override")]
+    pub override_: usize,
+    pub none: usize,
+}
+
+impl VerdictCounts {
+    fn add(&mut self, v: Verdict) {
+        match v {
+            Verdict::Native => self.native += 1,
+            Verdict::Generic => self.generic += 1,
+            Verdict::Policy => self.policy += 1,
+            Verdict::Override => self.override_ += 1,
+            Verdict::None => self.none += 1,
+        }
+    }
+
+    /// Total bundles counted.
+    pub fn total(&self) -> usize {
+        self.native + self.generic + self.policy + self.override_ + self.none
+    }
+}
+
+/// The verdict for `lib` on `gpu`.
+pub fn evaluate(lib: &Library, gpu: &Gpu, rules: &Rules) -> Cell {
+    match &lib.kind {
+        LibraryKind::TensileDir {
+            component,
+            indexed,
+            all_arch_index,
+        } => evaluate_tensile(lib, component, indexed, *all_arch_index, gpu, rules),
+        _ => evaluate_bundles(lib.bundles.iter(), gpu, rules),
+    }
+}
+
+fn select(bundle: &Bundle, gpu: &Gpu, rules: &Rules) -> Option<Selection> {
+    let entries: Vec<compat::Entry<'_>> = bundle
+        .entries
+        .iter()
+        .map(|e| compat::Entry {
+            target: &e.target,
+            generic_version: e.generic_version,
+            compressed: bundle.compressed,
+        })
+        .collect();
+    let device = Device {
+        target: gpu.target.clone(),
+    };
+    compat::select(&device, &entries, rules.policy, rules.override_version)
+}
+
+fn evaluate_bundles<'a>(
+    bundles: impl Iterator<Item = &'a Bundle>,
+    gpu: &Gpu,
+    rules: &Rules,
+) -> Cell {
+    let mut counts = VerdictCounts::default();
+    let mut weakest: Option<(&Bundle, Selection)> = None;
+    let mut warnings: Vec<String> = Vec::new();
+    for b in bundles {
+        let Some(s) = select(b, gpu, rules) else {
+            continue;
+        };
+        counts.add(s.verdict);
+        for w in &s.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+        if weakest.as_ref().is_none_or(|(_, w)| s.verdict < w.verdict) {
+            weakest = Some((b, s));
+        }
+    }
+    let Some((bundle, s)) = weakest else {
+        return Cell {
+            verdict: Verdict::None,
+            rule: None,
+            reason: "no device code objects".into(),
+            bundle: None,
+            entry: None,
+            bundles: counts,
+            warnings,
+        };
+    };
+    let total = counts.total();
+    let reason = if total == 1 {
+        s.reason.clone()
+    } else if s.verdict == Verdict::None {
+        format!(
+            "{} of {total} bundles have no code object the loader takes; first: {}: {}",
+            counts.none, bundle.location, s.reason
+        )
+    } else {
+        format!(
+            "{total} bundles: {}; weakest: {}: {}",
+            summary(&counts),
+            bundle.location,
+            s.reason
+        )
+    };
+    Cell {
+        verdict: s.verdict,
+        rule: Some(s.rule),
+        reason,
+        bundle: Some(bundle.location.clone()),
+        entry: s
+            .entry
+            .and_then(|i| bundle.entries.get(i))
+            .map(|e| e.target.to_string()),
+        bundles: counts,
+        warnings,
+    }
+}
+
+fn summary(c: &VerdictCounts) -> String {
+    let mut parts = Vec::new();
+    for (n, name) in [
+        (c.native, "native"),
+        (c.generic, "generic"),
+        (c.policy, "policy"),
+        (c.override_, "override"),
+        (c.none, "none"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {name}"));
+        }
+    }
+    parts.join(", ")
+}
+
+/// rocBLAS and hipBLASLt find their kernels by the device's processor name: the index file
+/// `TensileLibrary_lazy_<gfx>.dat` first (without it: "Cannot read TensileLibrary… for GPU
+/// arch"), then the code object files of that processor, each loaded by the HIP runtime's
+/// rules. There is no generic or family fallback in this lookup; only an override changes the
+/// name looked for.
+fn evaluate_tensile(
+    lib: &Library,
+    component: &str,
+    indexed: &[String],
+    all_arch_index: bool,
+    gpu: &Gpu,
+    rules: &Rules,
+) -> Cell {
+    // Under an override the runtime reports the overridden processor, and that is the name
+    // looked for; the real one is not tried.
+    let arch = match rules.override_version.map(|v| (v, v.processor())) {
+        Some((_, Some(name))) => name,
+        Some((v, None)) => {
+            return Cell {
+                verdict: Verdict::None,
+                rule: Some(Rule::UnknownIsa),
+                reason: format!("HSA_OVERRIDE_GFX_VERSION={v} names no processor"),
+                bundle: None,
+                entry: None,
+                bundles: VerdictCounts::default(),
+                warnings: Vec::new(),
+            };
+        }
+        None => gpu.target.processor.clone(),
+    };
+    tensile_for(lib, component, indexed, all_arch_index, &arch, gpu, rules)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tensile_for(
+    lib: &Library,
+    component: &str,
+    indexed: &[String],
+    all_arch_index: bool,
+    arch: &str,
+    gpu: &Gpu,
+    rules: &Rules,
+) -> Cell {
+    let has_code = lib.bundles.iter().any(|b| b.arch.as_deref() == Some(arch));
+    let has_index = indexed.iter().any(|a| a == arch) || (all_arch_index && has_code);
+    if !has_index {
+        let present = if indexed.is_empty() {
+            "none".to_owned()
+        } else {
+            indexed.join(", ")
+        };
+        return Cell {
+            verdict: Verdict::None,
+            rule: Some(Rule::NoMatch),
+            reason: format!(
+                "{component} looks for TensileLibrary_lazy_{arch}.dat and it is not there \
+                 (\"Cannot read TensileLibrary… for GPU arch {arch}\"); indexed: {present}"
+            ),
+            bundle: None,
+            entry: None,
+            bundles: VerdictCounts::default(),
+            warnings: Vec::new(),
+        };
+    }
+    let mut cell = evaluate_bundles(
+        lib.bundles
+            .iter()
+            .filter(|b| b.arch.as_deref() == Some(arch)),
+        gpu,
+        rules,
+    );
+    if cell.bundles.total() == 0 {
+        cell.reason = format!("{component}: index for {arch} but no code object files for it");
+    }
+    cell
+}

@@ -1,0 +1,295 @@
+//! `rocpack check`: which GPUs each library, and a whole install, can run on.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rocpack_amdgpu::compat::Verdict;
+use rocpack_check::{Cell, Gpu, Library, LibraryKind, Rules, evaluate, group, locations};
+use rocpack_scan::{ScanOptions, scan};
+use serde_json::json;
+
+use crate::args::{CheckArgs, Global};
+use crate::cmd::gpu_arg;
+use crate::output::{self, Progress, Status, path_string};
+
+pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
+    let rules = gpu_arg::rules(&args.rules)?;
+    let gpus = if args.gpus.is_empty() {
+        detected_gpus(args.sysfs_root.as_deref())?
+    } else {
+        args.gpus
+            .iter()
+            .map(|g| gpu_arg::resolve(g))
+            .collect::<Result<Vec<_>>>()?
+    };
+    let paths: Vec<PathBuf> = if args.paths.is_empty() {
+        let found = locations::default_paths(Path::new("/"));
+        if found.is_empty() {
+            bail!(
+                "no ROCm install in the usual places (/opt/rocm*, /usr/lib/<multiarch>, /usr/lib64, \
+                 Python packages); name the paths to check"
+            );
+        }
+        if !global.quiet {
+            eprintln!(
+                "rocpack: checking {}",
+                found
+                    .iter()
+                    .map(|p| path_string(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        found
+    } else {
+        args.paths.clone()
+    };
+    let opts = ScanOptions {
+        max_decompressed: global.max_decompressed,
+        include_data_files: true,
+        ..ScanOptions::default()
+    };
+    let progress = Progress::new(global.quiet);
+    let scanned = scan(&paths, &opts, |d, t| progress.update(d, t));
+    let problems = output::report_problems(&scanned.results);
+    let inventory = group(&scanned.results);
+    let libraries: Vec<&Library> = inventory
+        .libraries
+        .iter()
+        .filter(|l| l.has_device_code() || matches!(l.kind, LibraryKind::TensileDir { .. }))
+        .collect();
+    let cells: Vec<Vec<Cell>> = libraries
+        .iter()
+        .map(|lib| gpus.iter().map(|g| evaluate(lib, g, &rules)).collect())
+        .collect();
+    let all_run = cells
+        .iter()
+        .all(|row| row.iter().all(|c| c.verdict != Verdict::None));
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if global.json {
+        print_json(
+            &mut out,
+            &gpus,
+            &rules,
+            &libraries,
+            &cells,
+            scanned.examined,
+        )?;
+    } else {
+        print_text(&mut out, &gpus, &rules, &libraries, &cells, args.verbose)?;
+    }
+    out.flush()?;
+    if libraries.is_empty() && !global.json {
+        eprintln!(
+            "rocpack: no GPU code in {} file{}",
+            scanned.examined,
+            if scanned.examined == 1 { "" } else { "s" }
+        );
+    }
+    Ok(if problems == Status::Error {
+        Status::Error
+    } else if all_run {
+        Status::Ok
+    } else {
+        Status::NoMatch
+    })
+}
+
+/// The GPUs of this machine (or of a sysfs copy), as check's default.
+fn detected_gpus(sysfs_root: Option<&Path>) -> Result<Vec<Gpu>> {
+    let roots = match sysfs_root {
+        Some(dir) => rocpack_devices::Roots::at(dir),
+        None => rocpack_devices::Roots::system(),
+    };
+    let detection = rocpack_devices::detect(&roots)
+        .with_context(|| format!("reading GPUs from {}", roots.sys.display()))?;
+    if detection.devices.is_empty() {
+        bail!(
+            "no AMD GPU found in {} (no KFD GPU node); name the GPUs to check with --gpu, \
+             e.g. --gpu gfx1030 or --gpu \"RX 7900 XTX\"",
+            roots.sys.display()
+        );
+    }
+    Ok(detection
+        .devices
+        .into_iter()
+        .map(|d| Gpu {
+            given: d.target.to_string(),
+            target: d.target,
+            name: d.marketing_name.map(|m| m.name),
+        })
+        .collect())
+}
+
+fn verdict_word(v: Verdict) -> String {
+    v.to_string()
+}
+
+fn print_text(
+    out: &mut impl Write,
+    gpus: &[Gpu],
+    rules: &Rules,
+    libraries: &[&Library],
+    cells: &[Vec<Cell>],
+    verbose: bool,
+) -> Result<()> {
+    for (i, g) in gpus.iter().enumerate() {
+        let name = g
+            .name
+            .as_deref()
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default();
+        let given = if g.given == g.target.to_string() {
+            String::new()
+        } else {
+            format!(" (given as {:?})", g.given)
+        };
+        writeln!(out, "GPU {}: {}{name}{given}", i + 1, g.target)?;
+    }
+    write!(out, "policy: {}", rules.policy)?;
+    if let Some(v) = rules.override_version {
+        write!(out, ", HSA_OVERRIDE_GFX_VERSION={v}")?;
+    }
+    writeln!(out)?;
+    if libraries.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let mut header = vec!["LIBRARY".to_owned()];
+    header.extend(gpus.iter().map(|g| g.given.clone()));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = libraries
+        .iter()
+        .zip(cells)
+        .map(|(lib, row)| {
+            let mut r = vec![lib.path.clone()];
+            r.extend(row.iter().map(|c| verdict_word(c.verdict)));
+            r
+        })
+        .collect();
+    output::table(out, &header, &rows)?;
+    let mut first = true;
+    for (lib, row) in libraries.iter().zip(cells) {
+        for (g, c) in gpus.iter().zip(row) {
+            if c.verdict == Verdict::Native && !verbose && c.warnings.is_empty() {
+                continue;
+            }
+            if first {
+                writeln!(out)?;
+                first = false;
+            }
+            writeln!(out, "{} on {}: {}", lib.path, g.given, c.verdict)?;
+            writeln!(out, "  {}", c.reason)?;
+            for w in &c.warnings {
+                writeln!(out, "  warning: {w}")?;
+            }
+        }
+    }
+    writeln!(out)?;
+    for (i, g) in gpus.iter().enumerate() {
+        let mut counts = [0usize; 5];
+        for row in cells {
+            if let Some(c) = row.get(i) {
+                let k = match c.verdict {
+                    Verdict::Native => 0,
+                    Verdict::Generic => 1,
+                    Verdict::Policy => 2,
+                    Verdict::Override => 3,
+                    Verdict::None => 4,
+                };
+                if let Some(n) = counts.get_mut(k) {
+                    *n += 1;
+                }
+            }
+        }
+        let runs = cells.len() - counts[4];
+        let detail: Vec<String> = ["native", "generic", "policy", "override"]
+            .iter()
+            .zip(counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(w, n)| format!("{n} {w}"))
+            .collect();
+        writeln!(
+            out,
+            "{}: {runs} of {} libraries run{}{}",
+            g.given,
+            cells.len(),
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", detail.join(", "))
+            },
+            if counts[4] > 0 {
+                format!("; {} do not", counts[4])
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
+}
+
+fn print_json(
+    out: &mut impl Write,
+    gpus: &[Gpu],
+    rules: &Rules,
+    libraries: &[&Library],
+    cells: &[Vec<Cell>],
+    examined: usize,
+) -> Result<()> {
+    for g in gpus {
+        serde_json::to_writer(
+            &mut *out,
+            &json!({
+                "type": "gpu",
+                "gpu": g.given,
+                "target": g.target.to_string(),
+                "name": g.name,
+            }),
+        )?;
+        writeln!(out)?;
+    }
+    for (lib, row) in libraries.iter().zip(cells) {
+        for (g, c) in gpus.iter().zip(row) {
+            serde_json::to_writer(
+                &mut *out,
+                &json!({
+                    "type": "verdict",
+                    "file": lib.path,
+                    "package": lib.package,
+                    "library_kind": rocpack_check::matrix::kind_name(&lib.kind),
+                    "gpu": g.given,
+                    "target": g.target.to_string(),
+                    "verdict": c.verdict,
+                    "rule": c.rule,
+                    "reason": c.reason,
+                    "bundle": c.bundle,
+                    "entry": c.entry,
+                    "bundles": c.bundles,
+                    "warnings": c.warnings,
+                    "read_errors": lib.read_errors,
+                }),
+            )?;
+            writeln!(out)?;
+        }
+    }
+    let runs_everywhere = cells
+        .iter()
+        .filter(|row| row.iter().all(|c| c.verdict != Verdict::None))
+        .count();
+    serde_json::to_writer(
+        &mut *out,
+        &json!({
+            "type": "summary",
+            "policy": rules.policy,
+            "hsa_override_gfx_version": rules.override_version.map(|v| v.to_string()),
+            "gpus": gpus.len(),
+            "libraries": libraries.len(),
+            "libraries_running_on_every_gpu": runs_everywhere,
+            "files_examined": examined,
+        }),
+    )?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,266 @@
+//! `rocpack scan`: the inventory and coverage matrix (library × GPU target) of an install,
+//! packages or wheels, as text, JSON Lines, or a self-contained HTML report.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rocpack_amdgpu::catalogue;
+use rocpack_amdgpu::compat::Verdict;
+use rocpack_check::html::{ReportInfo, render};
+use rocpack_check::matrix::{Matrix, build, columns_for};
+use rocpack_check::{Gpu, group};
+use rocpack_scan::{ScanOptions, scan};
+use serde_json::json;
+
+use crate::args::{Global, ScanArgs};
+use crate::cmd::gpu_arg;
+use crate::output::{self, Progress, Status, human_size, path_string};
+
+pub fn run(global: &Global, args: &ScanArgs) -> Result<Status> {
+    let rules = gpu_arg::rules(&args.rules)?;
+    let extra = args
+        .gpus
+        .iter()
+        .map(|g| gpu_arg::resolve(g))
+        .collect::<Result<Vec<_>>>()?;
+    let opts = ScanOptions {
+        max_decompressed: global.max_decompressed,
+        include_data_files: true,
+        ..ScanOptions::default()
+    };
+    let progress = Progress::new(global.quiet);
+    let scanned = scan(&args.paths, &opts, |d, t| progress.update(d, t));
+    let problems = output::report_problems(&scanned.results);
+    let errors = scanned.results.iter().filter(|r| r.has_errors()).count();
+    let inventory = group(&scanned.results);
+    let mut gpus: Vec<Gpu> = columns_for(&inventory);
+    for g in &mut gpus {
+        g.name = catalogue::find(&g.target.processor).and_then(gpu_arg::product_name);
+    }
+    for g in extra {
+        if !gpus.iter().any(|c| c.target == g.target) {
+            gpus.push(g);
+        }
+    }
+    let matrix = build(&inventory, &gpus, &rules);
+    if let Some(report) = &args.report {
+        let info = ReportInfo {
+            inputs: args.paths.iter().map(|p| path_string(p)).collect(),
+            policy: rules.policy.to_string(),
+            override_version: rules.override_version.map(|v| v.to_string()),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            examined: scanned.examined,
+            errors,
+        };
+        write_report(report, &render(&matrix, &info))?;
+        if !global.quiet {
+            eprintln!("rocpack: wrote {}", report.display());
+        }
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if global.json {
+        print_json(&mut out, &matrix, &inventory.kernel_dbs)?;
+    } else {
+        print_text(&mut out, &matrix, &inventory.kernel_dbs)?;
+    }
+    out.flush()?;
+    if matrix.rows.is_empty() && !global.json {
+        eprintln!(
+            "rocpack: no GPU code in {} file{}",
+            scanned.examined,
+            if scanned.examined == 1 { "" } else { "s" }
+        );
+    }
+    Ok(problems)
+}
+
+/// Writes the report next to its destination and renames it into place, so a reader never
+/// sees half a file.
+fn write_report(path: &Path, html: &str) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.html".into());
+    let tmp = dir.join(format!(".{name}.rocpack-tmp-{}", std::process::id()));
+    let result = (|| -> io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(html.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))
+}
+
+fn letter(v: Verdict) -> char {
+    match v {
+        Verdict::Native => 'N',
+        Verdict::Generic => 'G',
+        Verdict::Policy => 'P',
+        Verdict::Override => 'O',
+        Verdict::None => '.',
+    }
+}
+
+fn print_text(
+    out: &mut impl Write,
+    m: &Matrix,
+    dbs: &[rocpack_check::library::KernelDb],
+) -> Result<()> {
+    if m.rows.is_empty() {
+        return Ok(());
+    }
+    // Column headers written vertically, one character per line, above one-letter cells.
+    let width = m
+        .rows
+        .iter()
+        .map(|r| r.library.chars().count())
+        .max()
+        .unwrap_or(0);
+    let size_w = 10;
+    let tall = m
+        .columns
+        .iter()
+        .map(|c| c.gpu.given.len())
+        .max()
+        .unwrap_or(0);
+    for line in 0..tall {
+        let mut s = format!("{:width$}  {:>size_w$}  ", "", "");
+        for c in &m.columns {
+            let label = &c.gpu.given;
+            // Bottom-aligned: short names start lower.
+            let skip = tall - label.len();
+            s.push(if line >= skip {
+                label.chars().nth(line - skip).unwrap_or(' ')
+            } else {
+                ' '
+            });
+            s.push(' ');
+        }
+        writeln!(out, "{}", s.trim_end())?;
+    }
+    for r in &m.rows {
+        let cells: String = r
+            .cells
+            .iter()
+            .map(|c| format!("{} ", letter(c.verdict)))
+            .collect();
+        writeln!(
+            out,
+            "{:width$}  {:>size_w$}  {}",
+            r.library,
+            human_size(r.size),
+            cells.trim_end()
+        )?;
+    }
+    let runs: String = m
+        .columns
+        .iter()
+        .map(|c| format!("{} ", if c.runs == m.rows.len() { '=' } else { '!' }))
+        .collect();
+    writeln!(out, "{:width$}  {:>size_w$}  {}", "", "", runs.trim_end())?;
+    writeln!(
+        out,
+        "\nN native  G generic  P only under the policy  O only with the override  . does not run\n\
+         = every library runs on that target  ! some do not"
+    )?;
+    let total: u64 = m.rows.iter().map(|r| r.size).sum();
+    let code: u64 = m
+        .rows
+        .iter()
+        .map(|r| r.bytes_per_processor.values().sum::<u64>())
+        .sum();
+    writeln!(
+        out,
+        "{} libraries with GPU code, {} of files, {} of device code (uncompressed), {} GPU targets",
+        m.rows.len(),
+        human_size(total),
+        human_size(code),
+        m.columns.len()
+    )?;
+    if !dbs.is_empty() {
+        let mut archs: Vec<String> = dbs.iter().filter_map(|d| d.arch.clone()).collect();
+        archs.sort();
+        archs.dedup();
+        writeln!(
+            out,
+            "MIOpen kernel databases: {} files for {}",
+            dbs.len(),
+            archs.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn print_json(
+    out: &mut impl Write,
+    m: &Matrix,
+    dbs: &[rocpack_check::library::KernelDb],
+) -> Result<()> {
+    for c in &m.columns {
+        serde_json::to_writer(
+            &mut *out,
+            &json!({
+                "type": "target",
+                "gpu": c.gpu.given,
+                "target": c.gpu.target.to_string(),
+                "name": c.gpu.name,
+                "libraries_running": c.runs,
+            }),
+        )?;
+        writeln!(out)?;
+    }
+    for r in &m.rows {
+        let cells: serde_json::Map<String, serde_json::Value> = m
+            .columns
+            .iter()
+            .zip(&r.cells)
+            .map(|(c, cell)| {
+                (
+                    c.gpu.given.clone(),
+                    json!({
+                        "verdict": cell.verdict,
+                        "rule": cell.rule,
+                        "reason": cell.reason,
+                    }),
+                )
+            })
+            .collect();
+        serde_json::to_writer(
+            &mut *out,
+            &json!({
+                "type": "library",
+                "file": r.library,
+                "package": r.package,
+                "library_kind": r.kind,
+                "size": r.size,
+                "bundles": r.bundles,
+                "bytes_per_processor": r.bytes_per_processor,
+                "read_errors": r.read_errors,
+                "verdicts": cells,
+            }),
+        )?;
+        writeln!(out)?;
+    }
+    for d in dbs {
+        serde_json::to_writer(
+            &mut *out,
+            &json!({
+                "type": "kernel-db",
+                "file": d.file,
+                "arch": d.arch,
+                "cus": d.cus,
+                "size": d.size,
+            }),
+        )?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
