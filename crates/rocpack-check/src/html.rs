@@ -203,7 +203,7 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
          <div class=\"card\"><b>{}</b>libraries with GPU code</div>\
          <div class=\"card\"><b>{}</b>GPU targets</div>\
          <div class=\"card\"><b>{}</b>run on every target</div>\
-         <div class=\"card\"><b>{}</b>of files ({} device code)</div>\
+         <div class=\"card\"><b>{}</b>of files ({} device code, uncompressed)</div>\
          <div class=\"card\"><b>{}</b>files examined</div>\
          <div class=\"card\"><b{}>{}</b>files with read errors</div></div>",
         matrix.rows.len(),

@@ -61,8 +61,8 @@ pub fn kind_name(kind: &LibraryKind) -> &'static str {
 }
 
 /// The targets worth a column: every processor some library carries code for, and every
-/// member of a generic target some library carries, in the EF_AMDGPU_MACH table's order
-/// (which is roughly by generation); generic targets themselves are not GPUs and get none.
+/// member of a generic target some library carries, by generation (gfx803 … gfx90a, gfx1010 …
+/// gfx1201); generic targets themselves are not GPUs and get no column.
 pub fn columns_for(inv: &Inventory) -> Vec<Gpu> {
     let mut names: BTreeSet<String> = BTreeSet::new();
     for lib in &inv.libraries {
@@ -80,14 +80,9 @@ pub fn columns_for(inv: &Inventory) -> Vec<Gpu> {
             }
         }
     }
-    let rank = |p: &str| {
-        mach::MACH_TABLE
-            .iter()
-            .position(|m| m.name == p)
-            .unwrap_or(usize::MAX)
-    };
+    // gfx + 3 characters before gfx + 4; within a length, gfx908 < gfx90a < gfx90c as text.
     let mut names: Vec<String> = names.into_iter().collect();
-    names.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    names.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
     names
         .into_iter()
         .map(|p| Gpu {
