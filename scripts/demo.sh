@@ -1,21 +1,46 @@
 #!/usr/bin/env bash
-# The main job: builds rocpack, downloads a real ROCm library package from Debian sid (never
-# installing it), and shows which GPUs it carries code for, bundle by bundle, with kernels.
+# The main job: builds rocpack, downloads real ROCm packages from Debian sid (never installing
+# them), and answers the questions rocpack is for: which GPUs does each library carry code for,
+# and will it run on a given GPU — reading the .deb files in place, without unpacking them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
 rocpack=target/release/rocpack
-pkg=${1:-librocrand1}
-echo "== fetching $pkg from Debian sid (cached in ~/.cache/rocpack-corpus)" >&2
-dir=$(scripts/fetch-corpus.sh "$pkg")
-lib=$(find "$dir" -type f -name '*.so*' | sort | head -n 1)
+pkgs=("${@:-librocrand1}")
+[ $# -gt 0 ] || pkgs=(librocrand1 librocblas4)
+echo "== fetching ${pkgs[*]} from Debian sid (cached in ~/.cache/rocpack-corpus)" >&2
+mapfile -t trees < <(scripts/fetch-corpus.sh "${pkgs[@]}")
+debs=()
+for p in "${pkgs[@]}"; do
+  debs+=("$(ls -t ~/.cache/rocpack-corpus/debs/"${p}"_*.deb | head -n 1)")
+done
+lib_deb=${debs[0]}
+
 echo
-echo "== rocpack list $lib (first 12 rows)"
-"$rocpack" list "$lib" | head -n 13
-echo "   ... $("$rocpack" list --json "$lib" | wc -l) device code objects in all"
+echo "== rocpack list $(basename "$lib_deb") (read in place; first 8 rows)"
+"$rocpack" list "$lib_deb" | head -n 9 | cut -c1-220
+echo "   ... $("$rocpack" list --json "$lib_deb" | wc -l) device code objects in all"
+
 echo
-echo "== GPU targets in $(basename "$lib"), code objects per target"
-"$rocpack" list --json "$lib" | sed -n 's/.*"target":"\([^"]*\)".*/\1/p' | sort | uniq -c
+echo "== coverage matrix of ${pkgs[*]} (rocpack scan, .deb files read in place)"
+"$rocpack" scan "${debs[@]}" --report target/coverage.html | cut -c1-220
+echo "   HTML heat map: $(pwd)/target/coverage.html"
+
 echo
-echo "== rocpack show --kernels (first bundle)"
-"$rocpack" show --kernels "$lib" | sed -n '1,/bundle #1/p' | head -n 40
+echo "== will it run on an RX 6700 XT (gfx1031) and an MI210 (gfx90a)? (rocpack check)"
+set +e
+"$rocpack" check "${debs[@]}" --gpu "RX 6700 XT" --gpu gfx90a:sramecc+:xnack- | cut -c1-300
+echo "   exit status ${PIPESTATUS[0]} (1: some library cannot run on a requested GPU)"
+echo
+echo "== gfx1031 under Debian's extended ISA compatibility policy, and with HSA_OVERRIDE_GFX_VERSION=10.3.0"
+echo "   (on the unpacked trees this time: ${trees[*]})"
+"$rocpack" check "${trees[@]}" --gpu gfx1031 --policy debian | tail -n 1
+"$rocpack" check "${trees[@]}" --gpu gfx1031 --hsa-override-gfx-version 10.3.0 | tail -n 1
+set -e
+
+echo
+echo "== this machine's GPUs (rocpack devices)"
+"$rocpack" devices || true
+echo
+echo "== the catalogue entry for gfx1031 (rocpack gpus gfx1031)"
+"$rocpack" gpus gfx1031 | head -n 14
