@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rocpack_amdgpu::compat::Verdict;
-use rocpack_amdgpu::{TargetId, mach};
+use rocpack_amdgpu::{Feature, TargetId, mach};
 use serde::Serialize;
 
 use crate::evaluate::{Cell, Gpu, Rules, evaluate};
@@ -115,6 +115,34 @@ pub fn build(inv: &Inventory, gpus: &[Gpu], rules: &Rules) -> Matrix {
     Matrix { columns, rows }
 }
 
+/// A column is a processor, not one configured device: where its xnack or sramecc mode is left
+/// open, the cell shows the best verdict over the modes the processor can run in (a
+/// gfx90a:xnack+ library does run on a gfx90a, in xnack+ mode). `check` with a full target ID
+/// judges one device's own modes instead.
+fn best_over_modes(lib: &Library, gpu: &Gpu, rules: &Rules) -> Cell {
+    let info = mach::by_name(&gpu.target.processor);
+    let options = |given: Feature, supported: bool| -> Vec<Feature> {
+        if given == Feature::Any && supported {
+            vec![Feature::Off, Feature::On]
+        } else {
+            vec![given]
+        }
+    };
+    let mut best: Option<Cell> = None;
+    for sramecc in options(gpu.target.sramecc, info.is_some_and(|m| m.sramecc)) {
+        for xnack in options(gpu.target.xnack, info.is_some_and(|m| m.xnack)) {
+            let mut g = gpu.clone();
+            g.target.sramecc = sramecc;
+            g.target.xnack = xnack;
+            let cell = evaluate(lib, &g, rules);
+            if best.as_ref().is_none_or(|b| cell.verdict > b.verdict) {
+                best = Some(cell);
+            }
+        }
+    }
+    best.unwrap_or_else(|| evaluate(lib, gpu, rules))
+}
+
 fn row(lib: &Library, gpus: &[Gpu], rules: &Rules) -> Row {
     Row {
         library: lib.path.clone(),
@@ -123,7 +151,10 @@ fn row(lib: &Library, gpus: &[Gpu], rules: &Rules) -> Row {
         size: lib.size,
         bundles: lib.bundles.iter().filter(|b| !b.entries.is_empty()).count(),
         bytes_per_processor: lib.bytes_per_processor(),
-        cells: gpus.iter().map(|g| evaluate(lib, g, rules)).collect(),
+        cells: gpus
+            .iter()
+            .map(|g| best_over_modes(lib, g, rules))
+            .collect(),
         read_errors: lib.read_errors,
     }
 }

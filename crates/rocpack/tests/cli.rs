@@ -230,3 +230,206 @@ fn a_bad_file_in_a_directory_is_reported_with_container_and_offset() {
     assert!(stdout(&o).contains("./good.o"), "{}", stdout(&o));
     insta::assert_snapshot!(stderr(&o));
 }
+
+/// A sysfs fixture, relative to the fixtures directory rocpack runs in (so that paths in
+/// snapshots do not depend on where the repository is).
+fn sysfs(name: &str) -> String {
+    format!("../../../crates/rocpack-devices/tests/fixtures/sysfs/{name}")
+}
+
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn check_every_fixture_on_two_gpus() {
+    let o = rocpack(&[
+        "check",
+        ".",
+        "--gpu",
+        "gfx1031",
+        "--gpu",
+        "gfx90a:sramecc+:xnack-",
+    ]);
+    // Most fixtures carry no gfx1031 code: exit 1, not an error.
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    insta::assert_snapshot!(stdout(&o));
+}
+
+#[test]
+fn check_json_records_have_the_documented_fields() {
+    let o = rocpack(&[
+        "check",
+        "--json",
+        "tu1.hipfb",
+        "gfx10-3-generic.co",
+        "gfx90a-xnack+.co",
+        "--gpu",
+        "gfx1031",
+        "--gpu",
+        "RX 6900 XT",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    let records = json_lines(&o);
+    let verdicts: Vec<_> = records.iter().filter(|r| r["type"] == "verdict").collect();
+    assert_eq!(verdicts.len(), 6);
+    for r in &verdicts {
+        for field in ["file", "gpu", "verdict", "reason"] {
+            assert!(!r[field].is_null(), "{field} missing in {r}");
+        }
+    }
+    // `gpu` is exactly as given; `target` is the canonical processor behind an alias.
+    assert!(
+        verdicts
+            .iter()
+            .any(|r| r["gpu"] == "RX 6900 XT" && r["target"] == "gfx1030")
+    );
+    let find = |file: &str, gpu: &str| {
+        verdicts
+            .iter()
+            .find(|r| r["file"] == file && r["gpu"] == gpu)
+            .map(|r| r["verdict"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(find("gfx10-3-generic.co", "gfx1031"), "generic");
+    assert_eq!(find("gfx90a-xnack+.co", "gfx1031"), "none");
+    assert_eq!(records.last().unwrap()["type"], "summary");
+    insta::assert_snapshot!(stdout(&o));
+}
+
+#[test]
+fn check_policy_and_override_verdicts() {
+    // tu1.hipfb carries gfx1030 code (among others) in an uncompressed bundle.
+    let hip = rocpack(&["check", "--json", "tu1-gfx1030.hipfb", "--gpu", "gfx1031"]);
+    let debian = rocpack(&[
+        "check",
+        "--json",
+        "tu1-gfx1030.hipfb",
+        "--gpu",
+        "gfx1031",
+        "--policy",
+        "debian",
+    ]);
+    let overridden = rocpack(&[
+        "check",
+        "--json",
+        "tu1-gfx1030.hipfb",
+        "--gpu",
+        "gfx1031",
+        "--hsa-override-gfx-version",
+        "10.3.0",
+    ]);
+    let verdict = |o: &Output| json_lines(o)[1]["verdict"].as_str().unwrap().to_owned();
+    assert_eq!(verdict(&hip), "none");
+    assert_eq!(hip.status.code(), Some(1));
+    assert_eq!(verdict(&debian), "policy");
+    assert_eq!(debian.status.code(), Some(0));
+    assert_eq!(verdict(&overridden), "override");
+    assert_eq!(overridden.status.code(), Some(0));
+    // The variable is read too, and a malformed value is refused as the runtime refuses it.
+    let env = Command::new(env!("CARGO_BIN_EXE_rocpack"))
+        .args(["check", "tu1-gfx1030.hipfb", "--gpu", "gfx1031"])
+        .current_dir(fixtures())
+        .env("HSA_OVERRIDE_GFX_VERSION", "10.3")
+        .output()
+        .unwrap();
+    assert_eq!(env.status.code(), Some(2));
+    assert!(stderr(&env).contains("10.3"), "{}", stderr(&env));
+}
+
+#[test]
+fn check_rejects_gpus_that_are_not_gpus() {
+    for (gpu, says) in [
+        ("gfx1030:xnack+", "no xnack feature"),
+        ("gfx10-3-generic", "generic target, not a GPU"),
+        ("gfx4242", "unknown GPU"),
+        ("Radeon", "matches several processors"),
+    ] {
+        let o = rocpack(&["check", "tu1.hipfb", "--gpu", gpu]);
+        assert_eq!(o.status.code(), Some(2), "{gpu}");
+        assert!(stderr(&o).contains(says), "{gpu}: {}", stderr(&o));
+    }
+    // A product name that names one processor is fine.
+    let o = rocpack(&["check", "--json", "tu1.hipfb", "--gpu", "RX 7900 XTX"]);
+    assert_eq!(json_lines(&o)[0]["target"], "gfx1100", "{}", stderr(&o));
+}
+
+#[test]
+fn check_uses_the_detected_gpus() {
+    let o = rocpack(&[
+        "check",
+        "--json",
+        "tu1.hipfb",
+        "--sysfs-root",
+        &sysfs("raphael-7900gre"),
+    ]);
+    let gpus: Vec<String> = json_lines(&o)
+        .iter()
+        .filter(|r| r["type"] == "gpu")
+        .map(|r| r["target"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(gpus, ["gfx1100", "gfx1036"], "{}", stderr(&o));
+    let empty = tempfile::tempdir().unwrap();
+    let o = rocpack(&[
+        "check",
+        "tu1.hipfb",
+        "--sysfs-root",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no AMD GPU found"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--gpu"), "{}", stderr(&o));
+}
+
+#[test]
+fn scan_matrix_text_and_json() {
+    let o = rocpack(&["scan", "."]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    insta::assert_snapshot!("scan_text", stdout(&o));
+    let o = rocpack(&["scan", "--json", "."]);
+    let records = json_lines(&o);
+    let targets: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "target")
+        .map(|r| r["gpu"].as_str().unwrap())
+        .collect();
+    // Members of the generic targets present get columns, generic targets themselves do not.
+    assert!(targets.contains(&"gfx1031"), "{targets:?}");
+    assert!(
+        !targets.iter().any(|t| t.contains("generic")),
+        "{targets:?}"
+    );
+    insta::assert_snapshot!("scan_json", stdout(&o));
+}
+
+#[test]
+fn gpus_catalogue_views() {
+    let o = rocpack(&["gpus", "rdna2"]);
+    assert_eq!(o.status.code(), Some(0));
+    insta::assert_snapshot!("gpus_rdna2", stdout(&o));
+    let o = rocpack(&["gpus", "gfx10-3-generic"]);
+    insta::assert_snapshot!("gpus_generic_detail", stdout(&o));
+    let o = rocpack(&["gpus", "--json", "MI300"]);
+    let records = json_lines(&o);
+    assert!(records.iter().any(|r| r["name"] == "gfx942"), "{records:?}");
+    let o = rocpack(&["gpus", "no-such-gpu"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn devices_from_a_sysfs_copy() {
+    let o = rocpack(&[
+        "devices",
+        "--sysfs-root",
+        &sysfs("mi210-xgmi"),
+        "--amdgpu-ids",
+        &sysfs("amdgpu.ids"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("gfx90a:sramecc+:xnack-"), "{out}");
+    insta::assert_snapshot!("devices_mi210", out);
+}

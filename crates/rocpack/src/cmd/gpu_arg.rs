@@ -44,11 +44,21 @@ pub fn resolve(given: &str) -> Result<Gpu> {
         .filter(|g| !g.is_generic())
         .collect();
     match found.as_slice() {
-        [one] => Ok(Gpu {
-            given: given.to_owned(),
-            target: TargetId::new(one.name.clone()),
-            name: product_name(one),
-        }),
+        [one] => {
+            // Name the product the user meant, not just the processor's first product.
+            let wanted = given.to_lowercase();
+            let name = one
+                .marketing
+                .iter()
+                .find(|p| p.name.to_lowercase().contains(&wanted))
+                .map(|p| p.name.clone())
+                .or_else(|| product_name(one));
+            Ok(Gpu {
+                given: given.to_owned(),
+                target: TargetId::new(one.name.clone()),
+                name,
+            })
+        }
         [] => bail!(
             "unknown GPU {given:?}: not a target ID (such as gfx90a or gfx90a:sramecc+:xnack-), \
              and no processor or product in `rocpack gpus` matches it"
