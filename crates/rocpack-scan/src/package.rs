@@ -321,9 +321,14 @@ fn decoder<'a>(
             // them); liblzma falls back to one thread otherwise.
             let threads = std::thread::available_parallelism()
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
+            // liblzma decodes on one thread unless `memlimit_threading` allows more (its
+            // default, 0, means one); `memlimit_stop` refuses a stream whose dictionary would
+            // need more than 1 GiB (xz -9 needs 65 MiB), so a hostile header cannot make the
+            // decoder allocate without bound.
             let stream = liblzma::stream::MtStreamBuilder::new()
                 .threads(threads)
-                .memlimit_stop(u64::MAX)
+                .memlimit_threading(1 << 30)
+                .memlimit_stop(1 << 30)
                 .decoder()
                 .map_err(io::Error::other)?;
             Box::new(liblzma::read::XzDecoder::new_stream(
