@@ -697,14 +697,8 @@ fn read_zip_member(
             }
             // The member's bytes are inspected in place; a damaged byte anywhere in them would go
             // unseen by the parsers, so check the CRC-32 over the whole member first.
-            let mut crc = flate2::Crc::new();
-            crc.update(raw);
-            if crc.sum() != m.crc {
-                return fail(format!(
-                    "zip: member at file offset {start:#x} fails its CRC-32 check ({:#010x}, expected {:#010x})",
-                    crc.sum(),
-                    m.crc
-                ));
+            if let Err(e) = check_crc(raw, m.crc, start) {
+                return fail(e);
             }
             let window = Window { file, base: start };
             let o = Options {
@@ -748,14 +742,8 @@ fn read_zip_member(
                     m.size
                 ));
             }
-            let mut crc = flate2::Crc::new();
-            crc.update(&buf);
-            if crc.sum() != m.crc {
-                return fail(format!(
-                    "zip: member at file offset {start:#x} fails its CRC-32 check ({:#010x}, expected {:#010x})",
-                    crc.sum(),
-                    m.crc
-                ));
+            if let Err(e) = check_crc(&buf, m.crc, start) {
+                return fail(e);
             }
             Some(FileResult {
                 path: display,
@@ -769,6 +757,20 @@ fn read_zip_member(
         other => fail(format!(
             "zip: compression method {other} not supported (stored and deflate are); not inspected"
         )),
+    }
+}
+
+/// Checks a zip member's bytes against the CRC-32 its directory record gives.
+fn check_crc(data: &[u8], expected: u32, start: u64) -> Result<(), String> {
+    let mut crc = flate2::Crc::new();
+    crc.update(data);
+    if crc.sum() == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "zip: member at file offset {start:#x} fails its CRC-32 check ({:#010x}, expected {expected:#010x})",
+            crc.sum()
+        ))
     }
 }
 
