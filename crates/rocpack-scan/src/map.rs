@@ -28,17 +28,7 @@ impl Mapped {
     /// # Errors
     /// The I/O error of mapping it.
     pub fn from_file(file: &File) -> io::Result<Self> {
-        if file.metadata()?.len() == 0 {
-            return Ok(Mapped { map: None });
-        }
-        // Safety: the map is read-only and private. If another process truncates or rewrites
-        // the file while it is mapped, reads may see changed bytes or fault (SIGBUS); every
-        // parser treats the bytes as untrusted, so changed bytes are handled like any
-        // malformed input. Truncation under a running inspection is outside what rocpack can
-        // defend against without copying every file, as every mmap-based reader is.
-        let map = unsafe { memmap2::MmapOptions::new().map(file)? };
-        let _ = map.advise(memmap2::Advice::Random);
-        Ok(Mapped { map: Some(map) })
+        Self::map(file, memmap2::Advice::Random)
     }
 
     /// Maps an open file that will be read from start to end (a package being streamed),
@@ -47,12 +37,23 @@ impl Mapped {
     /// # Errors
     /// The I/O error of mapping it.
     pub fn from_file_sequential(file: &File) -> io::Result<Self> {
-        if file.metadata()?.len() == 0 {
+        Self::map(file, memmap2::Advice::Sequential)
+    }
+
+    fn map(file: &File, advice: memmap2::Advice) -> io::Result<Self> {
+        let len = file.metadata()?.len();
+        if len == 0 {
             return Ok(Mapped { map: None });
         }
-        // Safety: as in `from_file`.
-        let map = unsafe { memmap2::MmapOptions::new().map(file)? };
-        let _ = map.advise(memmap2::Advice::Sequential);
+        let len = usize::try_from(len).map_err(io::Error::other)?;
+        // Safety: the map is read-only and private. If another process truncates or rewrites
+        // the file while it is mapped, reads may see changed bytes or fault (SIGBUS); every
+        // parser treats the bytes as untrusted, so changed bytes are handled like any
+        // malformed input. Truncation under a running inspection is outside what rocpack can
+        // defend against without copying every file, as every mmap-based reader is.
+        // The length is given so that memmap2 does not ask the kernel for it a second time.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
+        let _ = map.advise(advice);
         Ok(Mapped { map: Some(map) })
     }
 }
