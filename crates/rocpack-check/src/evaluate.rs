@@ -65,7 +65,8 @@ pub struct VerdictCounts {
 }
 
 impl VerdictCounts {
-    fn add(&mut self, v: Verdict) {
+    /// Counts one more verdict.
+    pub fn add(&mut self, v: Verdict) {
         match v {
             Verdict::Native => self.native += 1,
             Verdict::Generic => self.generic += 1,
@@ -73,6 +74,23 @@ impl VerdictCounts {
             Verdict::Override => self.override_ += 1,
             Verdict::None => self.none += 1,
         }
+    }
+
+    /// `3 native, 1 none`: the non-zero counts, strongest verdict first.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (n, name) in [
+            (self.native, "native"),
+            (self.generic, "generic"),
+            (self.policy, "policy"),
+            (self.override_, "override"),
+            (self.none, "none"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {name}"));
+            }
+        }
+        parts.join(", ")
     }
 
     /// Total bundles counted.
@@ -153,7 +171,7 @@ fn evaluate_bundles<'a>(
     } else {
         format!(
             "{total} bundles: {}; weakest: {}: {}",
-            summary(&counts),
+            counts.describe(),
             bundle.location,
             s.reason
         )
@@ -170,22 +188,6 @@ fn evaluate_bundles<'a>(
         bundles: counts,
         warnings,
     }
-}
-
-fn summary(c: &VerdictCounts) -> String {
-    let mut parts = Vec::new();
-    for (n, name) in [
-        (c.native, "native"),
-        (c.generic, "generic"),
-        (c.policy, "policy"),
-        (c.override_, "override"),
-        (c.none, "none"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {name}"));
-        }
-    }
-    parts.join(", ")
 }
 
 /// rocBLAS and hipBLASLt find their kernels by the device's processor name: the index file

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use rocpack_amdgpu::compat::Verdict;
 use rocpack_bytes::human_size;
 
-use crate::matrix::Matrix;
+use crate::matrix::{Matrix, letter};
 
 /// What the report is about, shown in its header.
 #[derive(Debug, Clone, Default)]
@@ -40,16 +40,6 @@ fn esc(s: &str) -> String {
         }
     }
     out
-}
-
-fn verdict_name(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Native => "native",
-        Verdict::Generic => "generic",
-        Verdict::Policy => "policy",
-        Verdict::Override => "override",
-        Verdict::None => "none",
-    }
 }
 
 /// Sort rank of a verdict: higher runs better.
@@ -262,13 +252,11 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
             human_size(r.size)
         );
         for (c, col) in r.cells.iter().zip(&matrix.columns) {
-            let v = verdict_name(c.verdict);
-            let letter = match c.verdict {
-                Verdict::Native => "N",
-                Verdict::Generic => "G",
-                Verdict::Policy => "P",
-                Verdict::Override => "O",
-                Verdict::None => "·",
+            let v = c.verdict;
+            // A middle dot reads better than a full stop in the browser.
+            let letter = match v {
+                Verdict::None => '·',
+                _ => letter(v),
             };
             let _ = write!(
                 h,
@@ -337,7 +325,7 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&col.gpu.given),
-                verdict_name(c.verdict),
+                c.verdict,
                 esc(&c.reason)
             );
         }

@@ -250,11 +250,7 @@ fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
         let Some(target) = &co.target else { continue };
         let entry = Entry {
             target: target.clone(),
-            generic_version: co
-                .header
-                .as_ref()
-                .and_then(|h| h.generic_version)
-                .filter(|&v| v > 0),
+            generic_version: co.generic_version(),
             size: co.size,
             bitcode,
         };

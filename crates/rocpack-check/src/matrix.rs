@@ -50,6 +50,18 @@ pub struct Matrix {
     pub rows: Vec<Row>,
 }
 
+/// One letter per verdict for a matrix cell: N native, G generic, P policy, O override,
+/// `.` none.
+pub fn letter(v: Verdict) -> char {
+    match v {
+        Verdict::Native => 'N',
+        Verdict::Generic => 'G',
+        Verdict::Policy => 'P',
+        Verdict::Override => 'O',
+        Verdict::None => '.',
+    }
+}
+
 /// The kind as a short name.
 pub fn kind_name(kind: &LibraryKind) -> &'static str {
     match kind {

@@ -161,6 +161,16 @@ pub struct CodeObject {
     pub metadata: Option<Metadata>,
 }
 
+impl CodeObject {
+    /// The generic version of a generic code object (`None` for others and when unknown).
+    pub fn generic_version(&self) -> Option<u8> {
+        self.header
+            .as_ref()
+            .and_then(|h| h.generic_version)
+            .filter(|&v| v > 0)
+    }
+}
+
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -88,6 +88,18 @@ pub struct FileResult {
 }
 
 impl FileResult {
+    /// A result for a file (or package member) that was read.
+    pub fn read(path: &Path, size: u64, inspection: Inspection) -> Self {
+        FileResult {
+            path: path.to_path_buf(),
+            explicit: false,
+            size,
+            inspection: Some(inspection),
+            io_error: None,
+            package: None,
+        }
+    }
+
     /// A result for a file that could not be read.
     pub fn failed(path: &Path, error: String) -> Self {
         FileResult {
@@ -254,16 +266,14 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) +
             if keep(&r) { vec![r] } else { Vec::new() }
         })
         .collect();
-    for (slot, (path, explicit, _, kind)) in per_file.iter_mut().zip(&sized) {
+    for (slot, (path, explicit, size, kind)) in per_file.iter_mut().zip(&sized) {
         if let Some(kind) = kind {
             let members = read_package(path, *kind, opts, &advance, &examined);
             let mut members: Vec<FileResult> = members.into_iter().filter(|r| keep(r)).collect();
             if members.is_empty() && *explicit {
                 // Say that the package was read, even when nothing in it holds GPU code.
-                let mut r = FileResult::failed(path, String::new());
-                r.io_error = None;
-                r.size = std::fs::metadata(path).map_or(0, |m| m.len());
-                r.inspection = Some(Inspection::default());
+                let mut r = FileResult::read(path, *size, Inspection::default());
+                r.explicit = true;
                 members.push(r);
             }
             *slot = members;

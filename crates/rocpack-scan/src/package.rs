@@ -364,6 +364,12 @@ fn read_tar_stream(
     let budget = Budget::new();
     let results: Mutex<Vec<(usize, FileResult)>> = Mutex::new(Vec::new());
     let o = inspect_options(opts);
+    let push = |seq: usize, r: FileResult| {
+        results
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((seq, r));
+    };
     let mut failure = None;
     // In place: this thread decompresses; the pool inspects. (Called outside the pool, so
     // waiting on the budget never starves it.)
@@ -398,14 +404,7 @@ fn read_tar_stream(
             }
             if sniff(&head).is_none() {
                 if is_data_file(Path::new(&name)) {
-                    let mut r = FileResult::failed(&display, String::new());
-                    r.io_error = None;
-                    r.size = size;
-                    r.inspection = Some(Inspection::default());
-                    results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((seq, r));
+                    push(seq, FileResult::read(&display, size, Inspection::default()));
                 }
                 continue;
             }
@@ -418,10 +417,7 @@ fn read_tar_stream(
                     ),
                 );
                 r.size = size;
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((seq, r));
+                push(seq, r);
                 continue;
             }
             budget.acquire(size);
@@ -445,23 +441,12 @@ fn read_tar_stream(
                 ));
                 break;
             }
-            let (budget, results) = (&budget, &results);
+            let (budget, push) = (&budget, &push);
             scope.spawn(move |_| {
                 let inspection = inspect(&buf, &o);
-                let r = FileResult {
-                    path: display,
-                    explicit: false,
-                    size,
-                    inspection: Some(inspection),
-                    io_error: None,
-                    package: None,
-                };
                 drop(buf);
                 budget.release(size);
-                results
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((seq, r));
+                push(seq, FileResult::read(&display, size, inspection));
             });
         }
     });
@@ -680,16 +665,7 @@ fn read_zip_member(
     }
     let o = inspect_options(opts);
     let data_file = is_data_file(Path::new(&m.name));
-    let empty = |size| {
-        data_file.then(|| FileResult {
-            path: display.clone(),
-            explicit: false,
-            size,
-            inspection: Some(Inspection::default()),
-            io_error: None,
-            package: None,
-        })
-    };
+    let empty = |size| data_file.then(|| FileResult::read(&display, size, Inspection::default()));
     match m.method {
         0 => {
             if sniff(raw).is_none() {
@@ -705,14 +681,7 @@ fn read_zip_member(
                 file: Some(&window),
                 ..o
             };
-            Some(FileResult {
-                path: display,
-                explicit: false,
-                size: m.size,
-                inspection: Some(inspect(raw, &o)),
-                io_error: None,
-                package: None,
-            })
+            Some(FileResult::read(&display, m.size, inspect(raw, &o)))
         }
         8 => {
             let mut head = Vec::with_capacity(SNIFF_LEN);
@@ -745,14 +714,7 @@ fn read_zip_member(
             if let Err(e) = check_crc(&buf, m.crc, start) {
                 return fail(e);
             }
-            Some(FileResult {
-                path: display,
-                explicit: false,
-                size: m.size,
-                inspection: Some(inspect(&buf, &o)),
-                io_error: None,
-                package: None,
-            })
+            Some(FileResult::read(&display, m.size, inspect(&buf, &o)))
         }
         other => fail(format!(
             "zip: compression method {other} not supported (stored and deflate are); not inspected"

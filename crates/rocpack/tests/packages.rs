@@ -19,9 +19,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{describe, fetch_corpus, fixtures_bin, json_lines, output_of};
+use common::{describe, fetch_corpus, fixtures_bin, json_lines, output_of, run_checked};
 use serde_json::Value;
 
 /// Where the fixtures go inside the tree.
@@ -48,19 +48,6 @@ fn need(name: &str) -> PathBuf {
                  cannot run without it"
             )
         })
-}
-
-fn run_tool(cmd: &mut Command) -> Output {
-    let out = output_of(cmd);
-    assert!(
-        out.status.success(),
-        "{} failed with {}\nstdout:\n{}\nstderr:\n{}",
-        describe(cmd),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// What one rocpack run printed, and how it ended.
@@ -243,7 +230,7 @@ impl Workspace {
              Description: fixtures for rocpack's package tests\n",
         )
         .unwrap();
-        run_tool(
+        run_checked(
             Command::new(dpkg_deb)
                 .args(["--build", "--root-owner-group"])
                 .arg(format!("-Z{compressor}"))
@@ -263,14 +250,14 @@ impl Workspace {
             cmd.arg(format!("--use-compress-program={c}"));
         }
         cmd.arg("-cf").arg(out).arg("-C").arg(self.tree()).arg(".");
-        run_tool(&mut cmd);
+        run_checked(&mut cmd);
     }
 
     /// A wheel (zip) with members in the tree's walk order: some stored, some deflated,
     /// directory entries, and the symbolic link as a link.
     fn wheel(&self, out: &Path) {
         let python = need("python3");
-        run_tool(
+        run_checked(
             Command::new(python)
                 .arg("-c")
                 .arg(WHEEL_SCRIPT)
@@ -956,7 +943,7 @@ fn librocrand1_deb_read_in_place_checks_like_its_unpacked_tree() {
             .expect("files_examined")
     };
     let (tree_examined, pkg_examined) = (examined(&mut tree), examined(&mut pkg));
-    let contents = run_tool(Command::new(dpkg_deb).arg("--contents").arg(&deb));
+    let contents = run_checked(Command::new(dpkg_deb).arg("--contents").arg(&deb));
     let regular_members = String::from_utf8_lossy(&contents.stdout)
         .lines()
         .filter(|l| l.starts_with('-'))

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rocpack_amdgpu::compat::Verdict;
-use rocpack_check::{Cell, Gpu, Library, LibraryKind, Rules, evaluate, group, locations};
+use rocpack_check::{
+    Cell, Gpu, Library, LibraryKind, Rules, VerdictCounts, evaluate, group, locations,
+};
 use rocpack_scan::{ScanOptions, scan};
 use serde_json::json;
 
@@ -122,10 +124,6 @@ fn detected_gpus(sysfs_root: Option<&Path>) -> Result<Vec<Gpu>> {
         .collect())
 }
 
-fn verdict_word(v: Verdict) -> String {
-    v.to_string()
-}
-
 fn print_text(
     out: &mut impl Write,
     gpus: &[Gpu],
@@ -164,7 +162,7 @@ fn print_text(
         .zip(cells)
         .map(|(lib, row)| {
             let mut r = vec![lib.path.clone()];
-            r.extend(row.iter().map(|c| verdict_word(c.verdict)));
+            r.extend(row.iter().map(|c| c.verdict.to_string()));
             r
         })
         .collect();
@@ -188,28 +186,12 @@ fn print_text(
     }
     writeln!(out)?;
     for (i, g) in gpus.iter().enumerate() {
-        let mut counts = [0usize; 5];
-        for row in cells {
-            if let Some(c) = row.get(i) {
-                let k = match c.verdict {
-                    Verdict::Native => 0,
-                    Verdict::Generic => 1,
-                    Verdict::Policy => 2,
-                    Verdict::Override => 3,
-                    Verdict::None => 4,
-                };
-                if let Some(n) = counts.get_mut(k) {
-                    *n += 1;
-                }
-            }
+        let mut counts = VerdictCounts::default();
+        for c in cells.iter().filter_map(|row| row.get(i)) {
+            counts.add(c.verdict);
         }
-        let runs = cells.len() - counts[4];
-        let detail: Vec<String> = ["native", "generic", "policy", "override"]
-            .iter()
-            .zip(counts)
-            .filter(|(_, n)| *n > 0)
-            .map(|(w, n)| format!("{n} {w}"))
-            .collect();
+        let runs = cells.len() - counts.none;
+        let detail = VerdictCounts { none: 0, ..counts }.describe();
         writeln!(
             out,
             "{}: {runs} of {} libraries run{}{}",
@@ -218,10 +200,10 @@ fn print_text(
             if detail.is_empty() {
                 String::new()
             } else {
-                format!(" ({})", detail.join(", "))
+                format!(" ({detail})")
             },
-            if counts[4] > 0 {
-                format!("; {} do not", counts[4])
+            if counts.none > 0 {
+                format!("; {} do not", counts.none)
             } else {
                 String::new()
             }

@@ -40,11 +40,7 @@ fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
         target: co.target.as_ref().map(ToString::to_string),
         processor: co.header.as_ref().and_then(|h| h.processor),
         cov: co.header.as_ref().and_then(|h| h.cov),
-        generic_version: co
-            .header
-            .as_ref()
-            .and_then(|h| h.generic_version)
-            .filter(|&g| g > 0),
+        generic_version: co.generic_version(),
         size: co.size,
         offset: co.offset,
         file_offset: co.file_offset,

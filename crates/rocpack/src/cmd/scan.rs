@@ -6,9 +6,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use rocpack_amdgpu::catalogue;
-use rocpack_amdgpu::compat::Verdict;
 use rocpack_check::html::{ReportInfo, render};
-use rocpack_check::matrix::{Matrix, build, columns_for};
+use rocpack_check::matrix::{Matrix, build, columns_for, letter};
 use rocpack_check::{Gpu, group};
 use rocpack_scan::{ScanOptions, scan};
 use serde_json::json;
@@ -97,16 +96,6 @@ fn write_report(path: &Path, html: &str) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result.with_context(|| format!("writing {}", path.display()))
-}
-
-fn letter(v: Verdict) -> char {
-    match v {
-        Verdict::Native => 'N',
-        Verdict::Generic => 'G',
-        Verdict::Policy => 'P',
-        Verdict::Override => 'O',
-        Verdict::None => '.',
-    }
 }
 
 fn print_text(

@@ -79,8 +79,9 @@ pub fn output_of(cmd: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", describe(cmd)))
 }
 
-/// Runs a command that must succeed; returns stdout as text.
-pub fn run_ok(cmd: &mut Command) -> String {
+/// Runs a command that must succeed; returns its output.
+#[allow(dead_code)] // Not every test binary that includes this module uses every helper.
+pub fn run_checked(cmd: &mut Command) -> Output {
     let out = output_of(cmd);
     assert!(
         out.status.success(),
@@ -90,7 +91,12 @@ pub fn run_ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("tool output is not UTF-8")
+    out
+}
+
+/// Runs a command that must succeed; returns stdout as text.
+pub fn run_ok(cmd: &mut Command) -> String {
+    String::from_utf8(run_checked(cmd).stdout).expect("tool output is not UTF-8")
 }
 
 pub fn llvm(name: &str) -> Command {
