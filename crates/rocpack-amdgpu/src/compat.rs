@@ -647,6 +647,29 @@ pub fn select(
     ))
 }
 
+/// Every entry the runtime could load on `device` under `policy`: the union of its choices
+/// over each setting of the device's unknown features (a target ID without `xnack` stands for
+/// both modes), and, with `override_`, its choice for the overridden ISA as well. Entries it
+/// would pick but the loader refuses are not included. This is what `rocpack strip` keeps.
+pub fn loadable(
+    device: &Device,
+    entries: &[Entry<'_>],
+    policy: Policy,
+    override_: Option<GfxVersion>,
+) -> Vec<usize> {
+    let (agents, _) = agents_for(&device.target, entries);
+    let mut out: Vec<usize> = agents
+        .iter()
+        .map(|a| select_agent(a, entries, policy))
+        .chain(override_.and_then(|v| select(device, entries, policy, Some(v))))
+        .filter(|s| s.verdict != Verdict::None)
+        .filter_map(|s| s.entry)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The selection for a device target ID, over every setting of its unknown features.
 fn select_device(target: &TargetId, entries: &[Entry<'_>], policy: Policy) -> Selection {
     let (agents, unknown) = agents_for(target, entries);
@@ -1263,6 +1286,50 @@ mod tests {
             minor,
             stepping,
         }
+    }
+
+    #[test]
+    fn loadable_is_the_union_over_unknown_settings() {
+        let ids: Vec<TargetId> = [
+            "gfx90a:xnack-",
+            "gfx90a:xnack+",
+            "gfx1030",
+            "gfx10-3-generic",
+        ]
+        .iter()
+        .map(|s| TargetId::parse(s).unwrap())
+        .collect();
+        let entries: Vec<Entry<'_>> = ids
+            .iter()
+            .map(|t| {
+                if t.processor.ends_with("generic") {
+                    Entry::new(t).with_generic_version(1)
+                } else {
+                    Entry::new(t)
+                }
+            })
+            .collect();
+        let dev = |s: &str| Device::parse(s).unwrap();
+        // Without xnack the device may run either mode: both entries are kept.
+        assert_eq!(
+            loadable(&dev("gfx90a"), &entries, Policy::Hip, None),
+            [0, 1]
+        );
+        assert_eq!(
+            loadable(&dev("gfx90a:xnack+"), &entries, Policy::Hip, None),
+            [1]
+        );
+        assert_eq!(loadable(&dev("gfx1030"), &entries, Policy::Hip, None), [2]);
+        // gfx1031 has no native entry: the generic one under hip, nothing under hip-legacy.
+        assert_eq!(loadable(&dev("gfx1031"), &entries, Policy::Hip, None), [3]);
+        assert!(loadable(&dev("gfx1031"), &entries, Policy::HipLegacy, None).is_empty());
+        // The override adds the overridden ISA's choice to the device's own.
+        let o = Some(v(10, 3, 0));
+        assert_eq!(
+            loadable(&dev("gfx1031"), &entries, Policy::HipLegacy, o),
+            [2]
+        );
+        assert!(loadable(&dev("gfx1100"), &entries, Policy::Hip, None).is_empty());
     }
 
     #[test]

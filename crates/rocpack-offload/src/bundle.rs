@@ -23,6 +23,8 @@ pub struct BundleEntry {
     pub size: u64,
     /// The parsed ID.
     pub id: EntryId,
+    /// Where the stored ID bytes are, from the bundle start (a rewrite copies them exactly).
+    pub id_offset: u64,
 }
 
 /// A bundle's header: its entries in file order.
@@ -136,6 +138,7 @@ fn parse_impl(data: &[u8], total: Option<u64>) -> Result<BundleHeader, FormatErr
             offset,
             size,
             id: EntryId::parse(&lossless_string(id)),
+            id_offset: pos + 24,
         });
         pos += 24 + id_len;
     }

@@ -359,7 +359,7 @@ pub fn hash(data: &[u8]) -> u64 {
     u64::from_le_bytes(low)
 }
 
-/// Writes a CCOB. Used by tests and, later, by `rocpack compress`.
+/// Writes a CCOB as clang-offload-bundler does (`CompressedOffloadBundle::compress`).
 pub fn compress(
     bundle: &[u8],
     version: u16,
@@ -369,7 +369,11 @@ pub fn compress(
     use std::io::Write;
     let payload = match method {
         Method::Zstd => {
+            // As LLVM's zstd::compress with EnableLdm: the level and long-distance matching,
+            // everything else libzstd's defaults (window 2^27 with LDM, content size, no
+            // checksum).
             let mut enc = zstd::stream::Encoder::new(Vec::new(), level)?;
+            enc.long_distance_matching(true)?;
             enc.include_checksum(false)?;
             enc.include_contentsize(true)?;
             enc.set_pledged_src_size(Some(bundle.len() as u64))?;

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "rocpack", version, about, max_term_width = 100)]
 #[command(
-    after_help = "Exit status: 0 success; 1 nothing matched (extract, gpus, devices) or a library cannot run on a requested GPU (check); 2 a file could not be read completely, or bad usage."
+    after_help = "Exit status: 0 success; 1 nothing matched (extract, gpus, devices; compress and decompress found no bundle) or a library cannot run on a requested GPU (check); 2 a file could not be read completely or rewritten, or bad usage."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -51,6 +51,96 @@ pub enum Command {
     Gpus(GpusArgs),
     /// The AMD GPUs of this machine, read from sysfs (no ROCm needed).
     Devices(DevicesArgs),
+    /// Drop the code for GPUs you do not have from every bundle (a dry run unless --in-place or -o).
+    Strip(StripArgs),
+    /// Compress offload bundles (CCOB), in bundle files and inside host ELF files.
+    Compress(CompressArgs),
+    /// Decompress offload bundles, in bundle files and inside host ELF files.
+    Decompress(DecompressArgs),
+}
+
+/// Where rewritten files go: shared by strip, compress and decompress.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// Replace each file (atomically, after verifying the new one).
+    #[arg(long, short = 'i')]
+    pub in_place: bool,
+
+    /// Write to this directory (or, for one input file, this file) instead.
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// Only report what would change (the default without --in-place or -o).
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+
+    /// Keep each original as NAME.orig (a hard link: no copy is made).
+    #[arg(long)]
+    pub backup: bool,
+
+    /// A file with several hard links: refuse (default), or break: rewrite this name and leave
+    /// the other names with the original.
+    #[arg(long, value_name = "refuse|break", default_value = "refuse")]
+    pub hard_links: String,
+}
+
+#[derive(Debug, Args)]
+pub struct StripArgs {
+    /// Files or directories (walked recursively). Packages are not rewritten.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// GPUs to keep: target IDs (gfx90a:xnack-), aliases or product names (repeat, or separate
+    /// with commas). Without xnack/sramecc, code for every setting is kept.
+    #[arg(long, value_name = "TARGET_ID", value_delimiter = ',')]
+    pub keep: Vec<String>,
+
+    /// Keep code for this machine's GPUs (read from sysfs).
+    #[arg(long)]
+    pub keep_detected: bool,
+
+    /// Read GPUs from this directory instead of /sys (with --keep-detected).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub rules: RuleArgs,
+
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompressArgs {
+    /// Bundle files, CCOB files, host ELF files or directories.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// zstd (default, as clang) or zlib.
+    #[arg(long, value_name = "METHOD", default_value = "zstd")]
+    pub method: String,
+
+    /// Compression level (default: clang's, zstd 3 with long-distance matching, zlib 6).
+    #[arg(long, value_name = "N")]
+    pub level: Option<i32>,
+
+    /// CCOB format version: 2 (read by LLVM 19 and later), 3 (LLVM 20 and later; 64-bit
+    /// sizes), or auto (2, or 3 when a bundle needs 64-bit sizes).
+    #[arg(long, value_name = "2|3|auto", default_value = "auto")]
+    pub format_version: String,
+
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DecompressArgs {
+    /// CCOB files, bundle files, host ELF files or directories.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub write: WriteArgs,
 }
 
 /// How to decide whether code runs: shared by check and scan.

@@ -18,6 +18,9 @@ fn main() -> ExitCode {
         args::Command::Scan(a) => cmd::scan::run(&cli.global, a),
         args::Command::Gpus(a) => cmd::gpus::run(&cli.global, a),
         args::Command::Devices(a) => cmd::devices::run(&cli.global, a),
+        args::Command::Strip(a) => cmd::slim::strip(&cli.global, a),
+        args::Command::Compress(a) => cmd::slim::compress(&cli.global, a),
+        args::Command::Decompress(a) => cmd::slim::decompress(&cli.global, a),
     };
     match result {
         Ok(code) => code.into(),

@@ -18,7 +18,7 @@ use crate::output::{self, Progress, Status, path_string};
 pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
     let rules = gpu_arg::rules(&args.rules)?;
     let gpus = if args.gpus.is_empty() {
-        detected_gpus(args.sysfs_root.as_deref())?
+        detected_gpus(args.sysfs_root.as_deref(), "--gpu")?
     } else {
         args.gpus
             .iter()
@@ -98,8 +98,9 @@ pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
     })
 }
 
-/// The GPUs of this machine (or of a sysfs copy), as check's default.
-fn detected_gpus(sysfs_root: Option<&Path>) -> Result<Vec<Gpu>> {
+/// The GPUs of this machine (or of a sysfs copy), as check's default. `flag` is the option
+/// that names GPUs instead, for the error when there are none.
+pub fn detected_gpus(sysfs_root: Option<&Path>, flag: &str) -> Result<Vec<Gpu>> {
     let roots = match sysfs_root {
         Some(dir) => rocpack_devices::Roots::at(dir),
         None => rocpack_devices::Roots::system(),
@@ -108,8 +109,8 @@ fn detected_gpus(sysfs_root: Option<&Path>) -> Result<Vec<Gpu>> {
         .with_context(|| format!("reading GPUs from {}", roots.sys.display()))?;
     if detection.devices.is_empty() {
         bail!(
-            "no AMD GPU found in {} (no KFD GPU node); name the GPUs to check with --gpu, \
-             e.g. --gpu gfx1030 or --gpu \"RX 7900 XTX\"",
+            "no AMD GPU found in {} (no KFD GPU node); name the GPUs with {flag}, \
+             e.g. {flag} gfx1030 or {flag} \"RX 7900 XTX\"",
             roots.sys.display()
         );
     }

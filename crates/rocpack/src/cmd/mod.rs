@@ -8,3 +8,4 @@ pub mod gpus;
 pub mod list;
 pub mod scan;
 pub mod show;
+pub mod slim;

@@ -1,0 +1,469 @@
+//! Writing a planned rewrite so that the file is, at every moment, either the old one or the
+//! new one, and the new one is known good before it replaces the old.
+//!
+//! 1. The new content goes to an unnamed temporary file (`O_TMPFILE`) in the destination's
+//!    directory (a named `.NAME.rocpack-PID.tmp` where the filesystem has no `O_TMPFILE`).
+//!    Bytes that do not change are copied by the kernel, skipping holes; bytes that become zero
+//!    are never written, so they are holes.
+//! 2. The temporary file is read back and checked: everything outside the rewritten bundles
+//!    identical to the original, every rewritten bundle holding exactly the intended entries
+//!    with bytes identical to the originals (decompressing a new CCOB and checking its hash),
+//!    every other byte of a bundle's place zero.
+//! 3. Owner, mode, extended attributes and timestamps are copied; the file is fsynced, given
+//!    its temporary name, renamed over the destination, and the directory is fsynced.
+//!
+//! A process killed before step 3's rename leaves the original untouched and, with
+//! `O_TMPFILE`, nothing else; a temporary name left by a kill between link and rename is
+//! removed by the next run ([`sweep`]).
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use rocpack_scan::Mapped;
+
+use crate::plan::{self, FilePlan, Limits};
+use crate::sys;
+
+/// What to do with a file that has other hard links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HardLinks {
+    /// Refuse to rewrite it (the default): a rename would split it from its other names.
+    #[default]
+    Refuse,
+    /// Rewrite this name; the other names keep the original content.
+    Break,
+}
+
+/// How to write.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// Keep the original as `NAME.orig` (a hard link to the old inode, so it costs nothing).
+    pub backup: bool,
+    /// Hard link handling.
+    pub hard_links: HardLinks,
+    /// Planning limits (also used to check new CCOBs).
+    pub limits: Limits,
+}
+
+/// Apparent and allocated size of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Sizes {
+    /// `st_size`.
+    pub apparent: u64,
+    /// `st_blocks * 512`.
+    pub allocated: u64,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Written {
+    /// The file written.
+    pub path: PathBuf,
+    /// Sizes of the original.
+    pub before: Sizes,
+    /// Sizes of the new file.
+    pub after: Sizes,
+    /// Where the original was kept (`--backup`).
+    pub backup: Option<PathBuf>,
+    /// Things worth knowing (extended attributes not kept, hard links broken).
+    pub notes: Vec<String>,
+}
+
+/// A failed write: the destination is untouched.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct WriteError {
+    /// The file that was to be written.
+    pub path: PathBuf,
+    /// What went wrong, with the step.
+    pub message: String,
+}
+
+/// Fault injection for the tests: `ROCPACK_FAULT=<step>` kills the process with SIGKILL at
+/// that step (`after-write`, `after-verify`, `after-fsync`, `after-link`, `after-rename`), or
+/// with `corrupt` changes a byte of the temporary file before it is checked.
+fn fault(step: &str) {
+    if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == step) {
+        sys::kill_self();
+    }
+}
+
+fn corrupt_requested() -> bool {
+    std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "corrupt")
+}
+
+/// The temporary name used for `dest`.
+fn temp_name(dest: &Path, pid: u32) -> PathBuf {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dest.with_file_name(format!(".{name}.rocpack-{pid}.tmp"))
+}
+
+/// Removes temporary files a killed rocpack left for `dest` (those whose process is gone).
+/// Returns the names removed.
+pub fn sweep(dest: &Path) -> Vec<PathBuf> {
+    let Some(dir) = dest.parent() else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Some(name) = dest.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let prefix = format!(".{name}.rocpack-");
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = n
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !sys::rocpack_alive(pid) && std::fs::remove_file(e.path()).is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
+}
+
+/// Writes `plan` of the file `src` (whose bytes are `old`) to `dest` (which may be `src`).
+///
+/// # Errors
+/// [`WriteError`] when anything fails; `dest` is then as it was.
+pub fn apply(
+    src: &File,
+    old: &[u8],
+    plan: &FilePlan,
+    dest: &Path,
+    in_place: bool,
+    opts: &WriteOptions,
+) -> Result<Written, WriteError> {
+    let err = |message: String| WriteError {
+        path: dest.to_path_buf(),
+        message,
+    };
+    let meta = sys::meta(src).map_err(|e| err(format!("cannot stat: {e}")))?;
+    let mut notes = Vec::new();
+    if in_place {
+        if meta.mode & 0o200 == 0 {
+            return Err(err(format!(
+                "is read-only (mode {:04o}); not rewritten (make it writable first)",
+                meta.mode
+            )));
+        }
+        if meta.nlink > 1 {
+            match opts.hard_links {
+                HardLinks::Refuse => {
+                    return Err(err(format!(
+                        "has {} hard links; rewriting it would give this name new content and \
+                         leave the others with the old; not rewritten (pass --hard-links=break \
+                         to do that, or rewrite a copy)",
+                        meta.nlink
+                    )));
+                }
+                HardLinks::Break => notes.push(format!(
+                    "had {} hard links: the other names keep the original content",
+                    meta.nlink
+                )),
+            }
+        }
+    }
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    sweep(dest);
+
+    let pid = std::process::id();
+    let named = temp_name(dest, pid);
+    let (tmp, is_named) = match sys::unnamed_temp(&dir) {
+        Ok(Some(f)) => (f, false),
+        Ok(None) => {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&named)
+                .map_err(|e| {
+                    err(format!(
+                        "cannot create a temporary file in {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            (f, true)
+        }
+        Err(e) => {
+            return Err(err(format!(
+                "cannot create a temporary file in {}: {e}",
+                dir.display()
+            )));
+        }
+    };
+    let cleanup = |e: WriteError| {
+        if is_named {
+            let _ = std::fs::remove_file(&named);
+        }
+        e
+    };
+
+    fill(src, &tmp, plan).map_err(|e| cleanup(err(format!("writing the new file failed: {e}"))))?;
+    fault("after-write");
+    if corrupt_requested() {
+        corrupt(&tmp, plan);
+    }
+    check(&tmp, old, plan, opts.limits).map_err(|m| {
+        cleanup(err(format!(
+            "the new file failed verification, so the original was left as it is: {m}"
+        )))
+    })?;
+    fault("after-verify");
+
+    notes.extend(
+        sys::keep_meta(&tmp, src, &meta, in_place)
+            .map_err(|e| cleanup(err(format!("cannot keep the file's metadata: {e}"))))?,
+    );
+    sys::fsync(&tmp).map_err(|e| cleanup(err(format!("fsync failed: {e}"))))?;
+    fault("after-fsync");
+
+    // The source must not have changed under us.
+    if in_place {
+        let now = sys::meta(src).map_err(|e| cleanup(err(format!("cannot stat: {e}"))))?;
+        let on_disk = std::fs::metadata(dest).ok();
+        let same_inode = on_disk.is_some_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino()) == meta.dev_ino
+        });
+        if now.size != meta.size || now.mtime != meta.mtime || !same_inode {
+            return Err(cleanup(err(
+                "changed while it was being rewritten; not replaced".into(),
+            )));
+        }
+    }
+
+    if !is_named {
+        sys::link_into(&tmp, &named).map_err(|e| {
+            err(format!(
+                "cannot name the temporary file {}: {e}",
+                named.display()
+            ))
+        })?;
+    }
+    fault("after-link");
+    let backup = if opts.backup && dest.exists() {
+        let b = backup_path(dest);
+        if let Err(e) = std::fs::hard_link(dest, &b) {
+            let _ = std::fs::remove_file(&named);
+            return Err(err(format!(
+                "cannot keep the original as {}: {e}",
+                b.display()
+            )));
+        }
+        Some(b)
+    } else {
+        None
+    };
+    if let Err(e) = std::fs::rename(&named, dest) {
+        let _ = std::fs::remove_file(&named);
+        if let Some(b) = &backup {
+            let _ = std::fs::remove_file(b);
+        }
+        return Err(err(format!("cannot replace the file: {e}")));
+    }
+    fault("after-rename");
+    if let Ok(d) = sys::open_dir(&dir) {
+        sys::fsync(d).map_err(|e| err(format!("fsync of {} failed: {e}", dir.display())))?;
+    }
+    let after = sys::meta(&tmp).map_err(|e| err(format!("cannot stat: {e}")))?;
+    Ok(Written {
+        path: dest.to_path_buf(),
+        before: Sizes {
+            apparent: meta.size,
+            allocated: meta.allocated,
+        },
+        after: Sizes {
+            apparent: after.size,
+            allocated: after.allocated,
+        },
+        backup,
+        notes,
+    })
+}
+
+/// `NAME.orig`, or `NAME.orig.N` if taken.
+fn backup_path(dest: &Path) -> PathBuf {
+    let base = dest.as_os_str().to_string_lossy().into_owned();
+    let first = PathBuf::from(format!("{base}.orig"));
+    if !first.exists() {
+        return first;
+    }
+    (1..)
+        .map(|n| PathBuf::from(format!("{base}.orig.{n}")))
+        .find(|p| !p.exists())
+        .unwrap_or(first)
+}
+
+/// Ranges of the new file and what fills them.
+struct Layout {
+    /// `[start, end)` ranges copied from the original.
+    copy: Vec<(u64, u64)>,
+    /// `(offset, bytes)` written.
+    heads: Vec<(u64, usize)>,
+    /// `[start, end)` ranges that must read as zero.
+    zero: Vec<(u64, u64)>,
+}
+
+fn layout(plan: &FilePlan) -> Layout {
+    let slots = sorted(plan);
+    let mut copy = Vec::new();
+    let mut zero = Vec::new();
+    let mut heads = Vec::new();
+    let mut pos = 0u64;
+    for (i, r) in slots.iter().enumerate() {
+        if r.offset > pos {
+            copy.push((pos, r.offset));
+        }
+        heads.push((r.offset, i));
+        let mut at = r.offset + r.head.len() as u64;
+        let mut keep = r.keep.clone();
+        keep.sort_unstable();
+        for (s, e) in keep {
+            if s > at {
+                zero.push((at, s));
+            }
+            copy.push((s.max(at), e));
+            at = at.max(e);
+        }
+        let end = r.offset + r.slot;
+        if end > at {
+            zero.push((at, end));
+        }
+        pos = end;
+    }
+    if plan.old_len > pos {
+        copy.push((pos, plan.old_len));
+    }
+    copy.retain(|(s, e)| e > s);
+    Layout { copy, heads, zero }
+}
+
+fn sorted(plan: &FilePlan) -> Vec<&plan::Rewrite> {
+    let mut v: Vec<&plan::Rewrite> = plan.rewrites.iter().collect();
+    v.sort_by_key(|r| r.offset);
+    v
+}
+
+fn fill(src: &File, tmp: &File, plan: &FilePlan) -> io::Result<()> {
+    tmp.set_len(plan.new_len)?;
+    if plan.whole {
+        if let Some(r) = plan.rewrites.first() {
+            tmp.write_all_at(&r.head, 0)?;
+        }
+        return Ok(());
+    }
+    let l = layout(plan);
+    for (s, e) in &l.copy {
+        sys::copy_range(src, tmp, *s, e - s)?;
+    }
+    let slots = sorted(plan);
+    for (offset, i) in &l.heads {
+        if let Some(r) = slots.get(*i) {
+            tmp.write_all_at(&r.head, *offset)?;
+        }
+    }
+    // A filesystem without sparse files wrote the zeros; holes are punched where possible.
+    for (s, e) in &l.zero {
+        let first = s.next_multiple_of(4096);
+        let last = e - e % 4096;
+        if last > first && !sys::data_extents(tmp, first, last).is_empty() {
+            sys::punch_hole(tmp, first, last - first)?;
+        }
+    }
+    Ok(())
+}
+
+fn corrupt(tmp: &File, plan: &FilePlan) {
+    // Change one byte of the first kept code object (or of the first head).
+    let at = plan
+        .rewrites
+        .iter()
+        .find_map(|r| r.keep.first().map(|(s, _)| *s))
+        .or_else(|| {
+            plan.rewrites
+                .first()
+                .map(|r| r.offset + r.head.len() as u64 / 2)
+        });
+    if let Some(at) = at {
+        let mut b = [0u8; 1];
+        if tmp.read_exact_at(&mut b, at).is_ok() {
+            b[0] ^= 0x40;
+            let _ = tmp.write_all_at(&b, at);
+        }
+    }
+}
+
+/// Reads the temporary file back and checks it against the plan and the original.
+fn check(tmp: &File, old: &[u8], plan: &FilePlan, limits: Limits) -> Result<(), String> {
+    let map = Mapped::from_file(tmp).map_err(|e| format!("cannot read it back: {e}"))?;
+    let new: &[u8] = &map;
+    if new.len() as u64 != plan.new_len {
+        return Err(format!(
+            "it has {} bytes, {} were intended",
+            new.len(),
+            plan.new_len
+        ));
+    }
+    if !plan.whole {
+        let l = layout(plan);
+        for (s, e) in &l.copy {
+            let (s, e) = (*s as usize, *e as usize);
+            if new.get(s..e) != old.get(s..e) {
+                let at = new
+                    .get(s..e)
+                    .unwrap_or_default()
+                    .iter()
+                    .zip(old.get(s..e).unwrap_or_default())
+                    .position(|(a, b)| a != b)
+                    .map_or(s, |p| s + p);
+                return Err(format!(
+                    "byte {at} should be unchanged from the original but is not"
+                ));
+            }
+        }
+        let slots = sorted(plan);
+        for (offset, i) in &l.heads {
+            let Some(r) = slots.get(*i) else { continue };
+            let (s, e) = (*offset as usize, *offset as usize + r.head.len());
+            if new.get(s..e) != Some(r.head.as_slice()) {
+                return Err(format!(
+                    "the new header of {} at byte {s} is wrong",
+                    r.label
+                ));
+            }
+        }
+        for (s, e) in &l.zero {
+            for (ds, de) in sys::data_extents(tmp, *s, *e) {
+                let bytes = new.get(ds as usize..de as usize).unwrap_or_default();
+                if let Some(p) = bytes.iter().position(|&b| b != 0) {
+                    return Err(format!("byte {} should be zero but is not", ds + p as u64));
+                }
+            }
+        }
+    }
+    for r in &plan.rewrites {
+        plan::verify(r, new, old, limits)
+            .map_err(|m| format!("{} at byte {}: {m}", r.label, r.offset))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,642 @@
+//! `rocpack strip`, `rocpack compress`, `rocpack decompress`: rewrite the bundles of files,
+//! atomically, verified before anything is replaced.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use rocpack_amdgpu::compat::Device;
+use rocpack_slim::plan::Limits;
+use rocpack_slim::{
+    Compression, FilePlan, HardLinks, Keep, Operation, WriteOptions, Written, plan,
+};
+use serde_json::json;
+
+use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
+use crate::cmd::gpu_arg;
+use crate::output::{Progress, Status, human_size, path_string, thousands};
+
+/// Which command.
+enum Action {
+    Strip(Keep),
+    Compress(Compression),
+    Decompress,
+}
+
+impl Action {
+    fn name(&self) -> &'static str {
+        match self {
+            Action::Strip(_) => "strip",
+            Action::Compress(_) => "compress",
+            Action::Decompress => "decompress",
+        }
+    }
+
+    fn operation(&self) -> Operation<'_> {
+        match self {
+            Action::Strip(k) => Operation::Strip(k),
+            Action::Compress(c) => Operation::Compress(*c),
+            Action::Decompress => Operation::Decompress,
+        }
+    }
+}
+
+pub fn strip(global: &Global, args: &StripArgs) -> Result<Status> {
+    let rules = gpu_arg::rules(&args.rules)?;
+    let mut devices: Vec<Device> = args
+        .keep
+        .iter()
+        .map(|g| gpu_arg::resolve(g).map(|g| Device::new(g.target)))
+        .collect::<Result<_>>()?;
+    if args.keep_detected {
+        let found = crate::cmd::check::detected_gpus(args.sysfs_root.as_deref(), "--keep")?;
+        if !global.quiet {
+            eprintln!(
+                "rocpack: keeping code for this machine's GPUs: {}",
+                found
+                    .iter()
+                    .map(|g| g.target.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        devices.extend(found.into_iter().map(|g| Device::new(g.target)));
+    }
+    if devices.is_empty() {
+        bail!("name the GPUs to keep with --keep TARGET_ID[,...] or --keep-detected");
+    }
+    let keep = Keep {
+        devices,
+        policy: rules.policy,
+        override_version: rules.override_version,
+    };
+    run(global, &args.write, &args.paths, Action::Strip(keep))
+}
+
+pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
+    let method = match args.method.as_str() {
+        "zstd" => rocpack_offload::ccob::Method::Zstd,
+        "zlib" => rocpack_offload::ccob::Method::Zlib,
+        m => bail!("unknown compression method {m:?} (zstd or zlib)"),
+    };
+    let version = match args.format_version.as_str() {
+        "auto" => None,
+        "2" => Some(2),
+        "3" => Some(3),
+        v => bail!("unknown CCOB format version {v:?} (2, 3 or auto)"),
+    };
+    if let Some(l) = args.level {
+        let ok = match method {
+            rocpack_offload::ccob::Method::Zstd => (1..=22).contains(&l),
+            rocpack_offload::ccob::Method::Zlib => (0..=9).contains(&l),
+        };
+        if !ok {
+            bail!(
+                "level {l} is out of range for {} (zstd 1–22, zlib 0–9)",
+                args.method
+            );
+        }
+    }
+    if !global.quiet {
+        eprintln!(
+            "rocpack: note: compressed bundles load only with ROCm 6.2 or later (comgr 2.8); \
+             ROCm 6.1 and older, and Debian 13's rocm-hipamd 5.7.1, cannot read them; \
+             clang-offload-bundler reads v2 from LLVM 19 and v3 from LLVM 20; v3 sizes are read \
+             correctly by no released HIP runtime above 4 GiB (docs/slim.md)"
+        );
+    }
+    run(
+        global,
+        &args.write,
+        &args.paths,
+        Action::Compress(Compression {
+            method,
+            level: args.level,
+            version,
+        }),
+    )
+}
+
+pub fn decompress(global: &Global, args: &DecompressArgs) -> Result<Status> {
+    run(global, &args.write, &args.paths, Action::Decompress)
+}
+
+/// Where each file goes.
+enum Dest {
+    /// Nothing is written.
+    DryRun,
+    /// Replace the file.
+    InPlace,
+    /// Write to this path.
+    To(PathBuf),
+}
+
+/// The outcome for one file.
+struct Outcome {
+    path: PathBuf,
+    dest: Option<PathBuf>,
+    plan: Option<FilePlan>,
+    written: Option<Written>,
+    error: Option<String>,
+    dry_run: bool,
+}
+
+impl Outcome {
+    fn failed(&self) -> bool {
+        self.error.is_some() || self.plan.as_ref().is_some_and(FilePlan::has_errors)
+    }
+}
+
+fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Result<Status> {
+    if w.in_place && w.output.is_some() {
+        bail!("--in-place and -o/--output exclude each other");
+    }
+    let (files, walk_errors) = rocpack_scan::expand(paths);
+    let files: Vec<(PathBuf, bool)> = files
+        .into_iter()
+        .filter(|(p, explicit)| *explicit || !is_ours(p))
+        .collect();
+    let dest_for = destinations(paths, &files, w)?;
+    let hard_links = match w.hard_links.as_str() {
+        "refuse" => HardLinks::Refuse,
+        "break" => HardLinks::Break,
+        h => bail!("unknown --hard-links value {h:?} (refuse or break)"),
+    };
+    let opts = WriteOptions {
+        backup: w.backup,
+        hard_links,
+        limits: Limits {
+            max_decompressed: global.max_decompressed,
+        },
+    };
+    let op = action.operation();
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let progress = Progress::new(global.quiet);
+    let outcomes: Vec<Outcome> = files
+        .par_iter()
+        .zip(dest_for.par_iter())
+        .zip(sizes.par_iter())
+        .map(|(((path, explicit), dest), size)| {
+            let o = one_file(path, *explicit, dest, op, &opts);
+            let now = done.fetch_add(*size, std::sync::atomic::Ordering::Relaxed) + size;
+            progress.update(now, total);
+            o
+        })
+        .filter(|o| {
+            o.error.is_some()
+                || o.plan.as_ref().is_some_and(|p| {
+                    p.bundles > 0 || p.code_object.is_some() || !p.skipped.is_empty()
+                })
+        })
+        .collect();
+
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut err = io::stderr().lock();
+    for (p, e) in &walk_errors {
+        writeln!(err, "error: {}: {e}", path_string(p))?;
+    }
+    if global.json {
+        for o in &outcomes {
+            serde_json::to_writer(&mut out, &json_record(&action, o))?;
+            writeln!(out)?;
+        }
+    } else {
+        for o in &outcomes {
+            print_text(&mut out, &mut err, &action, o)?;
+        }
+        summary(&mut out, &action, &outcomes)?;
+    }
+    out.flush()?;
+    let bundles: usize = outcomes
+        .iter()
+        .filter_map(|o| o.plan.as_ref())
+        .map(|p| p.bundles)
+        .sum();
+    Ok(
+        if !walk_errors.is_empty() || outcomes.iter().any(Outcome::failed) {
+            Status::Error
+        } else if bundles == 0 && !matches!(action, Action::Strip(_)) {
+            if !global.quiet {
+                eprintln!("rocpack: no offload bundles found");
+            }
+            Status::NoMatch
+        } else {
+            Status::Ok
+        },
+    )
+}
+
+/// Our own temporary files and backups, which a directory walk must not rewrite.
+fn is_ours(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (name.starts_with('.') && name.contains(".rocpack-") && name.ends_with(".tmp"))
+        || name.ends_with(".orig")
+        || name
+            .rsplit_once(".orig.")
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The destination of each file: itself (in place), a path under the output directory, or
+/// nowhere (dry run).
+fn destinations(paths: &[PathBuf], files: &[(PathBuf, bool)], w: &WriteArgs) -> Result<Vec<Dest>> {
+    let Some(out) = &w.output else {
+        return Ok(files
+            .iter()
+            .map(|_| {
+                if w.in_place && !w.dry_run {
+                    Dest::InPlace
+                } else {
+                    Dest::DryRun
+                }
+            })
+            .collect());
+    };
+    if w.dry_run {
+        return Ok(files.iter().map(|_| Dest::DryRun).collect());
+    }
+    // One file to a path that is not a directory: write exactly there.
+    let single_file = files.len() == 1 && paths.len() == 1 && files.first().is_some_and(|f| f.1);
+    if single_file && !out.is_dir() {
+        return Ok(vec![Dest::To(out.clone())]);
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    files
+        .iter()
+        .map(|(f, explicit)| {
+            let rel: PathBuf = if *explicit {
+                f.file_name().map(PathBuf::from).unwrap_or_default()
+            } else {
+                paths
+                    .iter()
+                    .filter_map(|root| f.strip_prefix(root).ok())
+                    .next()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| f.file_name().map(PathBuf::from).unwrap_or_default())
+            };
+            Ok(Dest::To(out.join(rel)))
+        })
+        .collect()
+}
+
+fn one_file(
+    path: &Path,
+    explicit: bool,
+    dest: &Dest,
+    op: Operation<'_>,
+    opts: &WriteOptions,
+) -> Outcome {
+    let mut o = Outcome {
+        path: path.to_path_buf(),
+        dest: None,
+        plan: None,
+        written: None,
+        error: None,
+        dry_run: matches!(dest, Dest::DryRun),
+    };
+    if rocpack_scan::package_kind(path).is_some() && explicit {
+        o.error = Some("is a package; rewriting inside packages is not supported (unpack it, rewrite the files, pack it again)".into());
+        return o;
+    }
+    // In place, a symbolic link's target is rewritten and the link kept.
+    let real = match dest {
+        Dest::InPlace => match std::fs::canonicalize(path) {
+            Ok(p) => p,
+            Err(e) => {
+                o.error = Some(e.to_string());
+                return o;
+            }
+        },
+        _ => path.to_path_buf(),
+    };
+    let file = match File::open(&real) {
+        Ok(f) => f,
+        Err(e) => {
+            o.error = Some(e.to_string());
+            return o;
+        }
+    };
+    let map = match rocpack_scan::Mapped::from_file(&file) {
+        Ok(m) => m,
+        Err(e) => {
+            o.error = Some(e.to_string());
+            return o;
+        }
+    };
+    let p = match plan(&map, op, opts.limits) {
+        Ok(p) => p,
+        Err(e) => {
+            o.error = Some(format!("not rewritten, the file does not parse: {e}"));
+            return o;
+        }
+    };
+    let target = match dest {
+        Dest::DryRun => None,
+        Dest::InPlace => Some((real.clone(), true)),
+        Dest::To(d) => Some((d.clone(), false)),
+    };
+    if let Some((d, in_place)) = target {
+        if p.changes() {
+            if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if let Err(e) = std::fs::create_dir_all(parent) {
+                    o.error = Some(format!("creating {}: {e}", parent.display()));
+                    o.plan = Some(p);
+                    return o;
+                }
+            }
+            match rocpack_slim::apply(&file, &map, &p, &d, in_place, opts) {
+                Ok(w) => o.written = Some(w),
+                Err(e) => o.error = Some(e.message),
+            }
+            o.dest = Some(d);
+        }
+    }
+    o.plan = Some(p);
+    o
+}
+
+/// Bytes that become holes: the page-aligned parts of each slot the new content leaves zero.
+fn freed_estimate(p: &FilePlan) -> u64 {
+    if p.whole {
+        return p.old_len.saturating_sub(p.new_len);
+    }
+    p.rewrites
+        .iter()
+        .map(|r| {
+            let mut used: Vec<(u64, u64)> = r.keep_ranges().to_vec();
+            used.push((r.offset, r.offset + r.head_len()));
+            used.sort_unstable();
+            let mut free = 0;
+            let mut at = r.offset;
+            let end = r.offset + r.slot;
+            for (s, e) in used.into_iter().chain([(end, end)]) {
+                if s > at {
+                    let (a, b) = (at.next_multiple_of(4096), s - s % 4096);
+                    free += b.saturating_sub(a);
+                }
+                at = at.max(e);
+            }
+            free
+        })
+        .sum()
+}
+
+fn print_text(
+    out: &mut impl Write,
+    err: &mut impl Write,
+    action: &Action,
+    o: &Outcome,
+) -> io::Result<()> {
+    let path = path_string(&o.path);
+    let Some(p) = &o.plan else {
+        if let Some(e) = &o.error {
+            writeln!(err, "error: {path}: {e}")?;
+        }
+        return Ok(());
+    };
+    for s in &p.skipped {
+        let at = s.offset.map(|o| format!(" at {o:#x}")).unwrap_or_default();
+        if s.error {
+            writeln!(err, "error: {path}: {}{at}: {}", s.label, s.reason)?;
+        } else {
+            writeln!(out, "{path}: {}{at}: {}", s.label, s.reason)?;
+        }
+    }
+    if let Some((target, used)) = &p.code_object {
+        writeln!(
+            out,
+            "{path}: code object for {target}: {}",
+            if *used {
+                "a kept GPU loads it"
+            } else {
+                "no kept GPU loads it (strip leaves whole files in place; delete it if unwanted)"
+            }
+        )?;
+        return Ok(());
+    }
+    if !p.changes() {
+        if p.bundles > 0 && o.error.is_none() {
+            writeln!(
+                out,
+                "{path}: unchanged ({} bundle{})",
+                p.bundles,
+                plural(p.bundles)
+            )?;
+        }
+    } else {
+        let verb = if o.dry_run {
+            "would rewrite"
+        } else if o.written.is_some() {
+            "rewrote"
+        } else {
+            "did not rewrite"
+        };
+        let mut line = format!(
+            "{path}: {verb} {} of {} bundle{}",
+            p.rewrites.len(),
+            p.bundles,
+            plural(p.bundles)
+        );
+        match action {
+            Action::Strip(_) => {
+                let (kept, total): (usize, usize) = p.rewrites.iter().fold((0, 0), |(k, t), r| {
+                    (
+                        k + r
+                            .entries
+                            .iter()
+                            .filter(|e| e.reason.keeps() && e.reason != rocpack_slim::Reason::Host)
+                            .count(),
+                        t + r
+                            .entries
+                            .iter()
+                            .filter(|e| e.reason != rocpack_slim::Reason::Host)
+                            .count(),
+                    )
+                });
+                let dropped: u64 = p.rewrites.iter().map(|r| r.dropped_bytes()).sum();
+                line.push_str(&format!(
+                    ", kept {kept} of {total} device entries, dropped {} of device code",
+                    human_size(dropped)
+                ));
+            }
+            Action::Compress(_) | Action::Decompress => {
+                let before: u64 = p.rewrites.iter().map(|r| r.old_size).sum();
+                let after: u64 = p.rewrites.iter().map(|r| r.new_size).sum();
+                line.push_str(&format!(
+                    ", {} → {}{}",
+                    human_size(before),
+                    human_size(after),
+                    if after > 0 && before > after {
+                        format!(" ({:.1}×)", before as f64 / after as f64)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        writeln!(out, "{line}")?;
+        for r in &p.rewrites {
+            for n in &r.notes {
+                writeln!(out, "  note: {} at {:#x}: {n}", r.label, r.offset)?;
+            }
+        }
+        if let Some(w) = &o.written {
+            let to = if o.dest.as_deref() == Some(o.path.as_path())
+                || o.dest
+                    .as_deref()
+                    .is_some_and(|d| std::fs::canonicalize(&o.path).is_ok_and(|c| c == d))
+            {
+                String::new()
+            } else {
+                format!(" → {}", path_string(&w.path))
+            };
+            writeln!(
+                out,
+                "  size {} → {}, allocated {} → {}{to}",
+                thousands(w.before.apparent),
+                thousands(w.after.apparent),
+                human_size(w.before.allocated),
+                human_size(w.after.allocated),
+            )?;
+            if let Some(b) = &w.backup {
+                writeln!(out, "  original kept as {}", path_string(b))?;
+            }
+            for n in &w.notes {
+                writeln!(out, "  note: {n}")?;
+            }
+        } else if o.dry_run {
+            writeln!(
+                out,
+                "  size {} → {}, about {} would be deallocated",
+                thousands(p.old_len),
+                thousands(p.new_len),
+                human_size(freed_estimate(p))
+            )?;
+        }
+    }
+    if let Some(e) = &o.error {
+        writeln!(err, "error: {path}: {e}")?;
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn summary(out: &mut impl Write, action: &Action, outcomes: &[Outcome]) -> io::Result<()> {
+    let changed = outcomes
+        .iter()
+        .filter(|o| o.plan.as_ref().is_some_and(FilePlan::changes))
+        .count();
+    let failed = outcomes.iter().filter(|o| o.failed()).count();
+    let dry = outcomes.iter().any(|o| o.dry_run);
+    let (before, after) = outcomes
+        .iter()
+        .filter_map(|o| o.written.as_ref())
+        .fold((0, 0), |(b, a), w| {
+            (b + w.before.allocated, a + w.after.allocated)
+        });
+    let unused: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| {
+            o.plan
+                .as_ref()
+                .and_then(|p| p.code_object.as_ref())
+                .is_some_and(|(_, used)| !used)
+        })
+        .collect();
+    if outcomes.len() > 1 || dry {
+        let mut line = format!(
+            "{} file{} {}{}",
+            changed,
+            plural(changed),
+            if dry { "would change" } else { "changed" },
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            }
+        );
+        if !dry && changed > 0 {
+            line.push_str(&format!(
+                ", allocated {} → {}",
+                human_size(before),
+                human_size(after)
+            ));
+        }
+        if dry && changed > 0 {
+            let freed: u64 = outcomes
+                .iter()
+                .filter_map(|o| o.plan.as_ref())
+                .map(freed_estimate)
+                .sum();
+            line.push_str(&format!(
+                ", about {} would be deallocated",
+                human_size(freed)
+            ));
+            line.push_str(&format!(
+                " (dry run: pass --in-place or -o DIR to {})",
+                action.name()
+            ));
+        }
+        writeln!(out, "{line}")?;
+    }
+    if !unused.is_empty() {
+        let bytes: u64 = unused
+            .iter()
+            .filter_map(|o| o.plan.as_ref())
+            .map(|p| p.old_len)
+            .sum();
+        writeln!(
+            out,
+            "{} code object file{} ({}) hold code no kept GPU loads; strip does not delete files",
+            unused.len(),
+            plural(unused.len()),
+            human_size(bytes)
+        )?;
+    }
+    Ok(())
+}
+
+fn json_record(action: &Action, o: &Outcome) -> serde_json::Value {
+    let status = if o.error.is_some() {
+        "failed"
+    } else if o.plan.as_ref().is_some_and(FilePlan::has_errors) {
+        "partial"
+    } else if !o.plan.as_ref().is_some_and(FilePlan::changes) {
+        "unchanged"
+    } else if o.dry_run {
+        "would-change"
+    } else {
+        "changed"
+    };
+    let p = o.plan.as_ref();
+    json!({
+        "path": path_string(&o.path),
+        "action": action.name(),
+        "status": status,
+        "error": o.error,
+        "output": o.written.as_ref().map(|w| path_string(&w.path)),
+        "size_before": p.map(|p| p.old_len),
+        "size_after": p.map(|p| p.new_len),
+        "allocated_before": o.written.as_ref().map(|w| w.before.allocated),
+        "allocated_after": o.written.as_ref().map(|w| w.after.allocated),
+        "deallocated_estimate": p.map(freed_estimate),
+        "bundles": p.map(|p| p.bundles),
+        "rewrites": p.map(|p| &p.rewrites),
+        "skipped": p.map(|p| &p.skipped),
+        "code_object": p.and_then(|p| p.code_object.as_ref()).map(|(t, used)| json!({"target": t, "loaded": used})),
+        "backup": o.written.as_ref().and_then(|w| w.backup.as_ref()).map(|b| path_string(b)),
+        "notes": o.written.as_ref().map(|w| &w.notes),
+    })
+}
