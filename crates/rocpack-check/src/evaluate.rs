@@ -112,6 +112,18 @@ pub fn evaluate(lib: &Library, gpu: &Gpu, rules: &Rules) -> Cell {
 }
 
 fn select(bundle: &Bundle, gpu: &Gpu, rules: &Rules) -> Option<Selection> {
+    if bundle.entries.is_empty() {
+        return Some(Selection {
+            verdict: Verdict::None,
+            entry: None,
+            target: None,
+            rule: compat::Rule::NoMatch,
+            reason: "The bundle has a host entry and no device code object for any GPU (built \
+                     for none, or stripped); the runtime reports hipErrorNoBinaryForGpu for it."
+                .to_owned(),
+            warnings: Vec::new(),
+        });
+    }
     let entries: Vec<compat::Entry<'_>> = bundle
         .entries
         .iter()

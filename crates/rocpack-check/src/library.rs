@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rocpack_amdgpu::TargetId;
-use rocpack_offload::{ImageFormat, Inspection};
+use rocpack_offload::{CodeObject, ImageFormat, Inspection};
 use rocpack_scan::FileResult;
 use serde::Serialize;
 
@@ -104,9 +104,10 @@ pub struct Library {
 }
 
 impl Library {
-    /// Whether the library carries any device code.
+    /// Whether the library carries GPU code: a bundle with device entries, or a bundle whose
+    /// device entries are all gone (it fails on every GPU, so it is still a GPU library).
     pub fn has_device_code(&self) -> bool {
-        self.bundles.iter().any(|b| !b.entries.is_empty())
+        !self.bundles.is_empty()
     }
 
     /// Bytes of device code per processor (entries of several features summed).
@@ -235,6 +236,20 @@ pub fn group(results: &[FileResult]) -> Inventory {
     inv
 }
 
+impl Bundle {
+    /// The bundle that holds `co`.
+    fn of(i: &Inspection, co: &CodeObject, file: &str, entries: Vec<Entry>) -> Bundle {
+        Bundle {
+            location: i.location(co.container),
+            file: file.to_owned(),
+            offset: i.bundle_offset_of(co),
+            compressed: co.compressed,
+            arch: None,
+            entries,
+        }
+    }
+}
+
 /// The bundles of one inspected file: code objects grouped by their innermost container.
 fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
     let mut out: Vec<(Option<usize>, Bundle)> = Vec::new();
@@ -256,17 +271,21 @@ fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
         };
         match out.iter_mut().find(|(c, _)| *c == co.container) {
             Some((_, b)) => b.entries.push(entry),
-            None => out.push((
-                co.container,
-                Bundle {
-                    location: i.location(co.container),
-                    file: file.to_owned(),
-                    offset: i.bundle_offset_of(co),
-                    compressed: co.compressed,
-                    arch: None,
-                    entries: vec![entry],
-                },
-            )),
+            None => out.push((co.container, Bundle::of(i, co, file, vec![entry]))),
+        }
+    }
+    // A bundle with a host entry and no device entry at all (all stripped, or built for no
+    // GPU): the runtime finds no code object in it for any GPU.
+    for co in i.code_objects.iter().filter(|c| c.host) {
+        if out.iter().any(|(c, _)| *c == co.container) {
+            continue;
+        }
+        let has_device = i
+            .code_objects
+            .iter()
+            .any(|d| !d.host && d.container == co.container);
+        if !has_device {
+            out.push((co.container, Bundle::of(i, co, file, Vec::new())));
         }
     }
     out.into_iter().map(|(_, b)| b).collect()
