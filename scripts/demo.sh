@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds rocpack, downloads real ROCm packages from Debian sid (never installing
 # them), and answers the questions rocpack is for: which GPUs does each library carry code for,
-# and will it run on a given GPU — reading the .deb files in place, without unpacking them.
+# and will it run on a given GPU — reading the .deb files in place, without unpacking them —
+# then slims a copy of a library for one GPU and compresses another.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -37,6 +38,21 @@ echo "   (on the unpacked trees this time: ${trees[*]})"
 "$rocpack" check "${trees[@]}" --gpu gfx1031 --policy debian | tail -n 1
 "$rocpack" check "${trees[@]}" --gpu gfx1031 --hsa-override-gfx-version 10.3.0 | tail -n 1
 set -e
+
+echo
+echo "== slim a copy of librocrand.so for one GPU (rocpack strip), and compress another (rocpack compress)"
+work=target/demo
+rm -rf "$work" && mkdir -p "$work"
+lib=$(find "${trees[0]}" -name 'librocrand.so.*' -type f | head -n 1)
+cp "$lib" "$work/librocrand.so"
+"$rocpack" strip --keep "RX 6800" --dry-run "$work/librocrand.so"
+"$rocpack" strip --keep "RX 6800" --in-place "$work/librocrand.so"
+echo "   du: $(du -h "$lib" | cut -f1) before, $(du -h "$work/librocrand.so" | cut -f1) after"
+"$rocpack" check "$work/librocrand.so" --gpu gfx1030 --gpu gfx90a | sed -n '/^LIBRARY/,/^$/p' || true
+"$rocpack" compress -q "$lib" -o "$work/librocrand-compressed.so"
+"$rocpack" decompress -q "$work/librocrand-compressed.so" -o "$work/librocrand-roundtrip.so"
+cmp "$lib" "$work/librocrand-roundtrip.so" && echo "   decompress after compress: byte-identical to the original"
+rm -rf "$work"
 
 echo
 echo "== this machine's GPUs (rocpack devices)"

@@ -39,10 +39,30 @@ pub fn resolve(given: &str) -> Result<Gpu> {
             });
         }
     }
-    let found: Vec<_> = catalogue::search(given)
-        .into_iter()
-        .filter(|g| !g.is_generic())
+    let search = |q: &str| -> Vec<_> {
+        catalogue::search(q)
+            .into_iter()
+            .filter(|g| !g.is_generic())
+            .collect()
+    };
+    let mut found = search(given);
+    if found.is_empty() {
+        // "AMD Radeon RX 6700 XT" as a user may write it; the catalogue says "Radeon RX 6700 XT".
+        found = search(&bare_product(given));
+    }
+    // "RX 6800" is also part of "RX 6800 XT" and "RX 6800M": a product named exactly so wins.
+    let exact: Vec<_> = found
+        .iter()
+        .copied()
+        .filter(|g| {
+            g.marketing
+                .iter()
+                .any(|p| bare_product(&p.name) == bare_product(given))
+        })
         .collect();
+    if !exact.is_empty() {
+        found = exact;
+    }
     match found.as_slice() {
         [one] => {
             // Name the product the user meant, not just the processor's first product.
@@ -73,6 +93,13 @@ pub fn resolve(given: &str) -> Result<Gpu> {
     }
 }
 
+/// A product name without the maker's prefixes, lowercase: "AMD Radeon RX 6800" → "rx 6800".
+fn bare_product(name: &str) -> String {
+    let lower = name.trim().to_lowercase();
+    let lower = lower.strip_prefix("amd ").unwrap_or(&lower);
+    lower.strip_prefix("radeon ").unwrap_or(lower).to_owned()
+}
+
 /// The first product name of a catalogue entry.
 pub fn product_name(entry: &catalogue::Gpu) -> Option<String> {
     entry.marketing.first().map(|p| p.name.clone())
@@ -89,4 +116,23 @@ pub fn rules(args: &RuleArgs) -> Result<Rules> {
         policy,
         override_version,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exact_product_name_beats_longer_ones() {
+        // "RX 6800" is part of "RX 6800 XT" (gfx1030) and "RX 6800M" (gfx1031).
+        assert_eq!(resolve("RX 6800").unwrap().target.to_string(), "gfx1030");
+        assert_eq!(resolve("RX 6800M").unwrap().target.to_string(), "gfx1031");
+        assert_eq!(
+            resolve("AMD Radeon RX 6700 XT").unwrap().target.to_string(),
+            "gfx1031"
+        );
+        // Still ambiguous when no product is named exactly so.
+        assert!(resolve("RX 68").is_err());
+    }
 }
