@@ -424,6 +424,14 @@ fn check(tmp: &File, old: &[u8], plan: &FilePlan, limits: Limits) -> Result<(), 
             plan.new_len
         ));
     }
+    if plan.whole
+        && plan
+            .rewrites
+            .first()
+            .is_some_and(|r| r.head.as_slice() != new)
+    {
+        return Err("the new file's bytes are not the planned ones".into());
+    }
     if !plan.whole {
         let l = layout(plan);
         for (s, e) in &l.copy {

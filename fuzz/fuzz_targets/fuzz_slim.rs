@@ -1,0 +1,32 @@
+//! Planning a strip, compress or decompress of arbitrary bytes: never panics, and every plan,
+//! rendered in memory, passes the verification a real write makes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rocpack_amdgpu::compat::{Device, Policy};
+use rocpack_slim::plan::{Limits, render, verify_all};
+use rocpack_slim::{Compression, Keep, Operation, plan};
+
+fuzz_target!(|data: &[u8]| {
+    let keep = Keep {
+        devices: vec![Device::parse("gfx1030").expect("a target ID")],
+        policy: Policy::Hip,
+        override_version: None,
+    };
+    let limits = Limits {
+        max_decompressed: 16 << 20,
+    };
+    for op in [
+        Operation::Strip(&keep),
+        Operation::Compress(Compression::default()),
+        Operation::Decompress,
+    ] {
+        if let Ok(p) = plan(data, op, limits) {
+            let new = render(&p, data);
+            assert_eq!(new.len() as u64, p.new_len);
+            if let Err(e) = verify_all(&p, &new, data, limits) {
+                panic!("{op:?}: planned rewrite does not verify: {e}");
+            }
+        }
+    }
+});
