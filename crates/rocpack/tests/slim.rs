@@ -1144,3 +1144,99 @@ fn real_ccob_files_decompress_as_clang_does_and_round_trip() {
         assert_same_bytes(&read(&back), &read(&y), &x.display().to_string());
     }
 }
+
+#[test]
+fn keep_detected_reads_the_machines_gpus_and_json_says_what_happened() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    copy_fixtures(&["tu1.hipfb", "tu2-compressed.hipfb", "gfx90a-v5.co"], dir);
+    let sysfs = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../rocpack-devices/tests/fixtures/sysfs/rx6800");
+    let (code, out, err) = rocpack_run(
+        &[
+            "strip",
+            "--json",
+            "--keep-detected",
+            "--sysfs-root",
+            sysfs.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("keeping code for this machine's GPUs: gfx1030"),
+        "{err}"
+    );
+    let recs: BTreeMap<String, Value> = json_lines(&out)
+        .into_iter()
+        .map(|r| {
+            let name = Path::new(get_str(&r, "path"))
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (name, r)
+        })
+        .collect();
+    assert_eq!(recs["tu1.hipfb"]["status"], "would-change");
+    assert_eq!(recs["tu1.hipfb"]["rewrites"][0]["after"]["form"], "bundle");
+    // tu2 holds gfx906 and gfx1100 only: everything goes, the CCOB stays a CCOB.
+    assert_eq!(
+        recs["tu2-compressed.hipfb"]["rewrites"][0]["after"]["form"],
+        "ccob"
+    );
+    assert_eq!(recs["gfx90a-v5.co"]["code_object"]["loaded"], false);
+    assert!(
+        recs.values().all(|r| r["output"].is_null()),
+        "a dry run wrote something"
+    );
+    // Without a GPU in the sysfs copy, --keep-detected is an error.
+    let empty = dir.join("no-sys");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, _, err) = rocpack_run(
+        &[
+            "strip",
+            "--keep-detected",
+            "--sysfs-root",
+            empty.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("no AMD GPU found"), "{err}");
+}
+
+#[test]
+fn compress_warns_which_runtimes_read_compressed_bundles() {
+    let tmp = tempdir();
+    copy_fixtures(&["tu1.hipfb"], tmp.path());
+    let p = tmp.path().join("tu1.hipfb");
+    let (code, _, err) = rocpack_run(&["compress", p.to_str().unwrap()], &[]);
+    assert_eq!(code, 0);
+    assert!(err.contains("ROCm 6.2 or later (comgr 2.8)"), "{err}");
+    // Nothing to compress: exit 1.
+    let c = tmp.path().join("c");
+    rocpack_ok(&[
+        "compress",
+        "-q",
+        p.to_str().unwrap(),
+        "-o",
+        c.to_str().unwrap(),
+    ]);
+    let (code, out, _) = rocpack_run(&["compress", "-q", c.to_str().unwrap()], &[]);
+    assert_eq!(
+        code, 0,
+        "an already compressed bundle is not an error: {out}"
+    );
+    assert!(out.contains("already compressed"), "{out}");
+    let (code, _, err) = rocpack_run(
+        &[
+            "decompress",
+            fixtures_bin().join("gfx90a-v5.co").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+}
