@@ -289,13 +289,23 @@ impl<'a> Stream<'a> {
     /// # Errors
     /// As [`Stream::read_full`].
     pub fn read_vec(&mut self, len: u64) -> Result<Vec<u8>, FormatError> {
-        // `len` comes from the file, so grow with the data actually produced.
-        let mut out = Vec::new();
-        let mut chunk = vec![0u8; (len.min(64 << 10)) as usize];
+        self.read_vec_reserving(len, 0)
+    }
+
+    /// [`Stream::read_vec`], reserving `reserve` bytes up front (at most `len`): the caller
+    /// bounds it by what the input can plausibly produce, since `len` comes from the file.
+    /// Output is decoded straight into the buffer, which grows with the data produced.
+    ///
+    /// # Errors
+    /// As [`Stream::read_full`].
+    pub fn read_vec_reserving(&mut self, len: u64, reserve: u64) -> Result<Vec<u8>, FormatError> {
+        let mut out: Vec<u8> = Vec::with_capacity(usize::try_from(reserve.min(len)).unwrap_or(0));
         while (out.len() as u64) < len {
-            let want = ((len - out.len() as u64).min(chunk.len() as u64)) as usize;
-            let n = self.read_full(chunk.get_mut(..want).unwrap_or_default())?;
-            out.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            let want = (len - out.len() as u64).min(4 << 20) as usize;
+            let at = out.len();
+            out.resize(at + want, 0);
+            let n = self.read_full(out.get_mut(at..).unwrap_or_default())?;
+            out.truncate(at + n);
             if n < want {
                 break;
             }
@@ -331,7 +341,10 @@ pub fn decompress(header: &CcobHeader, data: &[u8], ceiling: u64) -> Result<Vec<
         header.payload(data),
         header.uncompressed_size,
     )?;
-    let out = stream.read_vec(header.uncompressed_size)?;
+    // Reserve the declared size (already within the ceiling) when the payload could produce it
+    // at a ratio of 1:256; beyond that, grow with the output.
+    let plausible = (header.payload(data).len() as u64).saturating_mul(256);
+    let out = stream.read_vec_reserving(header.uncompressed_size, plausible)?;
     // One more byte would mean the stream is longer than declared.
     let mut probe = [0u8; 1];
     if out.len() as u64 != header.uncompressed_size

@@ -135,9 +135,13 @@ pub struct Rewrite {
     pub entries: Vec<EntryChange>,
     /// Things worth knowing about the new container.
     pub notes: Vec<String>,
-    /// Bytes written at `offset`.
+    /// Bytes written at `offset` (shared with the decompressed source when decompressing).
     #[serde(skip)]
-    pub(crate) head: Vec<u8>,
+    pub(crate) head: Arc<Vec<u8>>,
+    /// For a new CCOB: the bundle it must decompress to (empty: the old bundle in the original
+    /// file) and the hash written for it.
+    #[serde(skip)]
+    pub(crate) inner: Option<(Arc<Vec<u8>>, u64)>,
     /// Absolute file ranges inside the slot that keep their bytes (kept code objects).
     #[serde(skip)]
     pub(crate) keep: Vec<(u64, u64)>,
@@ -524,17 +528,18 @@ fn rewrite_one(
         after: form,
         entries,
         notes: Vec::new(),
-        head: Vec::new(),
+        head: Arc::new(Vec::new()),
+        inner: None,
         keep: Vec::new(),
         expect,
     };
     match (op, form) {
         (Operation::Strip(_), Form::Bundle) if !place.whole => {
             // In place: a shorter table, the kept entries where they are.
-            rw.head = table(
+            rw.head = Arc::new(table(
                 kept.iter()
                     .map(|e| (stored_id(bundle, e), e.offset, e.size)),
-            );
+            ));
             rw.keep = kept
                 .iter()
                 .filter(|e| e.size > 0)
@@ -548,7 +553,7 @@ fn rewrite_one(
                 .max(rw.head.len() as u64);
         }
         (Operation::Strip(_), Form::Bundle) => {
-            rw.head = compact(bundle, &header, &kept);
+            rw.head = Arc::new(compact(bundle, &header, &kept));
             rw.new_size = rw.head.len() as u64;
         }
         (Operation::Strip(_), Form::Ccob { version, method }) => {
@@ -562,7 +567,10 @@ fn rewrite_one(
                 version: version.max(2),
                 method,
             };
-            rw.head = compress(&inner, settings, &mut rw.notes).map_err(|e| skip(e, true))?;
+            let (head, hash) =
+                compress(&inner, settings, &mut rw.notes).map_err(|e| skip(e, true))?;
+            rw.head = Arc::new(head);
+            rw.inner = Some((Arc::new(inner), hash));
             rw.new_size = rw.head.len() as u64;
         }
         (Operation::Compress(settings), _) => {
@@ -577,12 +585,15 @@ fn rewrite_one(
                 version,
                 method: settings.method,
             };
-            rw.head = compress(bundle, settings, &mut rw.notes).map_err(|e| skip(e, true))?;
+            let (head, hash) =
+                compress(bundle, settings, &mut rw.notes).map_err(|e| skip(e, true))?;
+            rw.head = Arc::new(head);
+            rw.inner = Some((Arc::new(Vec::new()), hash));
             rw.new_size = rw.head.len() as u64;
         }
         (Operation::Decompress, _) => {
             rw.after = Form::Bundle;
-            rw.head = bundle.to_vec();
+            rw.head = Arc::clone(&bundle_bytes);
             rw.new_size = rw.head.len() as u64;
         }
     }
@@ -610,7 +621,11 @@ fn needs_v3(len: usize) -> bool {
 /// `--list` and `llvm-objdump --offloading` before LLVM PR 206745) cut a bundle short where the
 /// compressed bytes happen to contain "CCOB"; a payload that does is compressed again at the
 /// next levels, and a note says so if it still does.
-fn compress(bundle: &[u8], c: Compression, notes: &mut Vec<String>) -> Result<Vec<u8>, String> {
+fn compress(
+    bundle: &[u8],
+    c: Compression,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<u8>, u64), String> {
     let version = c.version.unwrap_or(2);
     for (attempt, level) in (c.level()..).take(3).enumerate() {
         let out = ccob::compress(bundle, version, c.method, level)
@@ -624,7 +639,7 @@ fn compress(bundle: &[u8], c: Compression, notes: &mut Vec<String>) -> Result<Ve
                     c.level()
                 ));
             }
-            return Ok(out);
+            return with_hash(out);
         };
         if attempt == 2 || (c.method == Method::Zlib && level >= 9) || level >= 22 {
             notes.push(format!(
@@ -632,10 +647,18 @@ fn compress(bundle: &[u8], c: Compression, notes: &mut Vec<String>) -> Result<Ve
                  bundles by scanning for the magic instead of reading the size field may cut \
                  this bundle short"
             ));
-            return Ok(out);
+            return with_hash(out);
         }
     }
     Err("cannot compress".into())
+}
+
+/// A new CCOB and the hash its header carries (computed once, by [`ccob::compress`]).
+fn with_hash(out: Vec<u8>) -> Result<(Vec<u8>, u64), String> {
+    let hash = CcobHeader::parse(&out)
+        .map_err(|e| format!("cannot compress: {e}"))?
+        .hash;
+    Ok((out, hash))
 }
 
 fn ccob_header_len(version: u16) -> usize {
@@ -743,8 +766,24 @@ pub(crate) fn verify(rw: &Rewrite, new: &[u8], old: &[u8], limits: Limits) -> Re
             decompressed =
                 ccob::decompress(&h, at, limits.max_decompressed.max(h.uncompressed_size))
                     .map_err(|e| format!("new CCOB does not decompress: {e}"))?;
-            if ccob::hash(&decompressed) != h.hash {
-                return Err("new CCOB's hash field is not the MD5 of its contents".into());
+            // The hash was computed once, over the intended bundle, when it was compressed: the
+            // new CCOB must carry it and decompress to exactly that bundle.
+            let (inner, hash) = rw
+                .inner
+                .as_ref()
+                .ok_or("a new CCOB without its intended bundle")?;
+            if h.hash != *hash {
+                return Err("new CCOB's hash field is not the MD5 of the intended bundle".into());
+            }
+            let intended: &[u8] = if inner.is_empty() {
+                Bytes::new(old)
+                    .read_at(rw.offset, rw.old_size)
+                    .map_err(|_| "the original bundle is not in the original file")?
+            } else {
+                inner
+            };
+            if decompressed.as_slice() != intended {
+                return Err("new CCOB does not decompress to the intended bundle".into());
             }
             &decompressed
         }
@@ -802,7 +841,7 @@ pub fn render(plan: &FilePlan, old: &[u8]) -> Vec<u8> {
         return plan
             .rewrites
             .first()
-            .map(|r| r.head.clone())
+            .map(|r| r.head.to_vec())
             .unwrap_or_default();
     }
     let mut new = old.to_vec();
