@@ -276,15 +276,14 @@ fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
     }
     // A bundle with a host entry and no device entry at all (all stripped, or built for no
     // GPU): the runtime finds no code object in it for any GPU.
+    let mut seen: std::collections::HashSet<Option<usize>> = i
+        .code_objects
+        .iter()
+        .filter(|c| !c.host)
+        .map(|c| c.container)
+        .collect();
     for co in i.code_objects.iter().filter(|c| c.host) {
-        if out.iter().any(|(c, _)| *c == co.container) {
-            continue;
-        }
-        let has_device = i
-            .code_objects
-            .iter()
-            .any(|d| !d.host && d.container == co.container);
-        if !has_device {
+        if seen.insert(co.container) {
             out.push((co.container, Bundle::of(i, co, file, Vec::new())));
         }
     }

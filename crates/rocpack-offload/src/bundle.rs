@@ -25,6 +25,8 @@ pub struct BundleEntry {
     pub id: EntryId,
     /// Where the stored ID bytes are, from the bundle start (a rewrite copies them exactly).
     pub id_offset: u64,
+    /// Length of the stored ID bytes.
+    pub id_len: u64,
 }
 
 /// A bundle's header: its entries in file order.
@@ -139,6 +141,7 @@ fn parse_impl(data: &[u8], total: Option<u64>) -> Result<BundleHeader, FormatErr
             size,
             id: EntryId::parse(&lossless_string(id)),
             id_offset: pos + 24,
+            id_len,
         });
         pos += 24 + id_len;
     }

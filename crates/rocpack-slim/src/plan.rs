@@ -151,16 +151,6 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
-    /// Absolute file ranges of the slot that keep their bytes.
-    pub fn keep_ranges(&self) -> &[(u64, u64)] {
-        &self.keep
-    }
-
-    /// Bytes written at the slot's start.
-    pub fn head_len(&self) -> u64 {
-        self.head.len() as u64
-    }
-
     /// Bytes of device code dropped (strip).
     pub fn dropped_bytes(&self) -> u64 {
         self.entries
@@ -204,7 +194,71 @@ pub struct FilePlan {
     pub code_object: Option<(String, bool)>,
 }
 
+/// Ranges of a file rewritten in place, and what fills them.
+pub(crate) struct Layout<'a> {
+    /// `[start, end)` ranges that keep the original's bytes.
+    pub(crate) copy: Vec<(u64, u64)>,
+    /// The rewrites, in file order: each writes its head at its offset.
+    pub(crate) heads: Vec<&'a Rewrite>,
+    /// `[start, end)` ranges that become zero.
+    pub(crate) zero: Vec<(u64, u64)>,
+}
+
+/// The whole pages inside `[start, end)`: what can become a hole.
+pub(crate) fn whole_pages(start: u64, end: u64) -> Option<(u64, u64)> {
+    let (first, last) = (start.next_multiple_of(4096), end - end % 4096);
+    (last > first).then_some((first, last))
+}
+
 impl FilePlan {
+    /// How the new file is made from the old one when it is rewritten in place (not `whole`).
+    pub(crate) fn layout(&self) -> Layout<'_> {
+        let mut heads: Vec<&Rewrite> = self.rewrites.iter().collect();
+        heads.sort_by_key(|r| r.offset);
+        let mut copy = Vec::new();
+        let mut zero = Vec::new();
+        let mut pos = 0u64;
+        for r in &heads {
+            if r.offset > pos {
+                copy.push((pos, r.offset));
+            }
+            let mut at = r.offset + r.head.len() as u64;
+            let mut keep = r.keep.clone();
+            keep.sort_unstable();
+            for (s, e) in keep {
+                if s > at {
+                    zero.push((at, s));
+                }
+                copy.push((s.max(at), e));
+                at = at.max(e);
+            }
+            let end = r.offset + r.slot;
+            if end > at {
+                zero.push((at, end));
+            }
+            pos = end;
+        }
+        if self.old_len > pos {
+            copy.push((pos, self.old_len));
+        }
+        copy.retain(|(s, e)| e > s);
+        Layout { copy, heads, zero }
+    }
+
+    /// Bytes the rewrite turns into holes: the whole pages of the ranges that become zero (for a
+    /// compact rewrite, the bytes by which the file shrinks).
+    pub fn deallocated_estimate(&self) -> u64 {
+        if self.whole {
+            return self.old_len.saturating_sub(self.new_len);
+        }
+        self.layout()
+            .zero
+            .iter()
+            .filter_map(|&(s, e)| whole_pages(s, e))
+            .map(|(a, b)| b - a)
+            .sum()
+    }
+
     /// Whether the file changes.
     pub fn changes(&self) -> bool {
         !self.rewrites.is_empty()
@@ -684,11 +738,8 @@ fn table<'a>(entries: impl Iterator<Item = (&'a [u8], u64, u64)> + Clone) -> Vec
 
 /// An entry's ID exactly as stored.
 pub(crate) fn stored_id<'a>(bundle: &'a [u8], e: &bundle::BundleEntry) -> &'a [u8] {
-    let len = Bytes::new(bundle)
-        .u64(e.id_offset.saturating_sub(8))
-        .unwrap_or(0);
     Bytes::new(bundle)
-        .read_at(e.id_offset, len)
+        .read_at(e.id_offset, e.id_len)
         .unwrap_or_default()
 }
 
@@ -845,20 +896,14 @@ pub fn render(plan: &FilePlan, old: &[u8]) -> Vec<u8> {
             .unwrap_or_default();
     }
     let mut new = old.to_vec();
-    for r in &plan.rewrites {
-        let (start, end) = (r.offset as usize, (r.offset + r.slot) as usize);
-        if let Some(slot) = new.get_mut(start..end) {
-            slot.fill(0);
+    let l = plan.layout();
+    for &(s, e) in &l.zero {
+        if let Some(z) = new.get_mut(s as usize..e as usize) {
+            z.fill(0);
         }
-        for &(s, e) in &r.keep {
-            if let (Some(dst), Some(src)) = (
-                new.get_mut(s as usize..e as usize),
-                old.get(s as usize..e as usize),
-            ) {
-                dst.copy_from_slice(src);
-            }
-        }
-        if let Some(dst) = new.get_mut(start..start + r.head.len()) {
+    }
+    for r in &l.heads {
+        if let Some(dst) = new.get_mut(r.offset as usize..r.offset as usize + r.head.len()) {
             dst.copy_from_slice(&r.head);
         }
     }

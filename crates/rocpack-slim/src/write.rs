@@ -14,7 +14,7 @@
 //!
 //! A process killed before step 3's rename leaves the original untouched and, with
 //! `O_TMPFILE`, nothing else; a temporary name left by a kill between link and rename is
-//! removed by the next run ([`sweep`]).
+//! removed by the next run ([`sweep`], once per destination directory).
 
 use std::fs::File;
 use std::io;
@@ -103,21 +103,9 @@ fn temp_name(dest: &Path, pid: u32) -> PathBuf {
     dest.with_file_name(format!(".{name}.rocpack-{pid}.tmp"))
 }
 
-/// Removes temporary files a killed rocpack left for `dest` (those whose process is gone).
-/// Returns the names removed.
-pub fn sweep(dest: &Path) -> Vec<PathBuf> {
-    let Some(dir) = dest.parent() else {
-        return Vec::new();
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let Some(name) = dest.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Vec::new();
-    };
-    let prefix = format!(".{name}.rocpack-");
+/// Removes the temporary files killed rocpacks left in `dir` (those whose process is gone).
+/// Call it once per destination directory before writing there; returns the names removed.
+pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return removed;
@@ -125,9 +113,10 @@ pub fn sweep(dest: &Path) -> Vec<PathBuf> {
     for e in entries.flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = n
-            .strip_prefix(&prefix)
+            .strip_prefix('.')
             .and_then(|r| r.strip_suffix(".tmp"))
-            .and_then(|p| p.parse::<u32>().ok())
+            .and_then(|r| r.rsplit_once(".rocpack-"))
+            .and_then(|(_, p)| p.parse::<u32>().ok())
         else {
             continue;
         };
@@ -184,7 +173,6 @@ pub fn apply(
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    sweep(dest);
 
     let pid = std::process::id();
     let named = temp_name(dest, pid);
@@ -314,56 +302,6 @@ fn backup_path(dest: &Path) -> PathBuf {
         .unwrap_or(first)
 }
 
-/// Ranges of the new file and what fills them.
-struct Layout {
-    /// `[start, end)` ranges copied from the original.
-    copy: Vec<(u64, u64)>,
-    /// `(offset, bytes)` written.
-    heads: Vec<(u64, usize)>,
-    /// `[start, end)` ranges that must read as zero.
-    zero: Vec<(u64, u64)>,
-}
-
-fn layout(plan: &FilePlan) -> Layout {
-    let slots = sorted(plan);
-    let mut copy = Vec::new();
-    let mut zero = Vec::new();
-    let mut heads = Vec::new();
-    let mut pos = 0u64;
-    for (i, r) in slots.iter().enumerate() {
-        if r.offset > pos {
-            copy.push((pos, r.offset));
-        }
-        heads.push((r.offset, i));
-        let mut at = r.offset + r.head.len() as u64;
-        let mut keep = r.keep.clone();
-        keep.sort_unstable();
-        for (s, e) in keep {
-            if s > at {
-                zero.push((at, s));
-            }
-            copy.push((s.max(at), e));
-            at = at.max(e);
-        }
-        let end = r.offset + r.slot;
-        if end > at {
-            zero.push((at, end));
-        }
-        pos = end;
-    }
-    if plan.old_len > pos {
-        copy.push((pos, plan.old_len));
-    }
-    copy.retain(|(s, e)| e > s);
-    Layout { copy, heads, zero }
-}
-
-fn sorted(plan: &FilePlan) -> Vec<&plan::Rewrite> {
-    let mut v: Vec<&plan::Rewrite> = plan.rewrites.iter().collect();
-    v.sort_by_key(|r| r.offset);
-    v
-}
-
 fn fill(src: &File, tmp: &File, plan: &FilePlan) -> io::Result<()> {
     tmp.set_len(plan.new_len)?;
     if plan.whole {
@@ -372,22 +310,19 @@ fn fill(src: &File, tmp: &File, plan: &FilePlan) -> io::Result<()> {
         }
         return Ok(());
     }
-    let l = layout(plan);
+    let l = plan.layout();
     for (s, e) in &l.copy {
         sys::copy_range(src, tmp, *s, e - s)?;
     }
-    let slots = sorted(plan);
-    for (offset, i) in &l.heads {
-        if let Some(r) = slots.get(*i) {
-            tmp.write_all_at(&r.head, *offset)?;
-        }
+    for r in &l.heads {
+        tmp.write_all_at(&r.head, r.offset)?;
     }
     // A filesystem without sparse files wrote the zeros; holes are punched where possible.
-    for (s, e) in &l.zero {
-        let first = s.next_multiple_of(4096);
-        let last = e - e % 4096;
-        if last > first && !sys::data_extents(tmp, first, last).is_empty() {
-            sys::punch_hole(tmp, first, last - first)?;
+    for &(s, e) in &l.zero {
+        if let Some((first, last)) = plan::whole_pages(s, e) {
+            if !sys::data_extents(tmp, first, last).is_empty() {
+                sys::punch_hole(tmp, first, last - first)?;
+            }
         }
     }
     Ok(())
@@ -433,7 +368,7 @@ fn check(tmp: &File, old: &[u8], plan: &FilePlan, limits: Limits) -> Result<(), 
         return Err("the new file's bytes are not the planned ones".into());
     }
     if !plan.whole {
-        let l = layout(plan);
+        let l = plan.layout();
         for (s, e) in &l.copy {
             let (s, e) = (*s as usize, *e as usize);
             if new.get(s..e) != old.get(s..e) {
@@ -449,10 +384,8 @@ fn check(tmp: &File, old: &[u8], plan: &FilePlan, limits: Limits) -> Result<(), 
                 ));
             }
         }
-        let slots = sorted(plan);
-        for (offset, i) in &l.heads {
-            let Some(r) = slots.get(*i) else { continue };
-            let (s, e) = (*offset as usize, *offset as usize + r.head.len());
+        for r in &l.heads {
+            let (s, e) = (r.offset as usize, r.offset as usize + r.head.len());
             if new.get(s..e) != Some(r.head.as_slice()) {
                 return Err(format!(
                     "the new header of {} at byte {s} is wrong",

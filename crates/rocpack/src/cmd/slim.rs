@@ -141,6 +141,7 @@ struct Outcome {
     written: Option<Written>,
     error: Option<String>,
     dry_run: bool,
+    in_place: bool,
 }
 
 impl Outcome {
@@ -171,6 +172,26 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
             max_decompressed: global.max_decompressed,
         },
     };
+    // Temporary files a killed run left: one look per destination directory.
+    let dirs: std::collections::BTreeSet<PathBuf> = files
+        .iter()
+        .zip(&dest_for)
+        .filter_map(|((path, _), dest)| match dest {
+            Dest::DryRun => None,
+            Dest::InPlace => std::fs::canonicalize(path)
+                .ok()?
+                .parent()
+                .map(Path::to_path_buf),
+            Dest::To(d) => d.parent().map(Path::to_path_buf),
+        })
+        .collect();
+    for d in &dirs {
+        rocpack_slim::sweep(if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            d
+        });
+    }
     let op = action.operation();
     let sizes: Vec<u64> = files
         .iter()
@@ -302,6 +323,7 @@ fn one_file(
         written: None,
         error: None,
         dry_run: matches!(dest, Dest::DryRun),
+        in_place: matches!(dest, Dest::InPlace),
     };
     if rocpack_scan::package_kind(path).is_some() && explicit {
         o.error = Some("is a package; rewriting inside packages is not supported (unpack it, rewrite the files, pack it again)".into());
@@ -362,32 +384,6 @@ fn one_file(
     }
     o.plan = Some(p);
     o
-}
-
-/// Bytes that become holes: the page-aligned parts of each slot the new content leaves zero.
-fn freed_estimate(p: &FilePlan) -> u64 {
-    if p.whole {
-        return p.old_len.saturating_sub(p.new_len);
-    }
-    p.rewrites
-        .iter()
-        .map(|r| {
-            let mut used: Vec<(u64, u64)> = r.keep_ranges().to_vec();
-            used.push((r.offset, r.offset + r.head_len()));
-            used.sort_unstable();
-            let mut free = 0;
-            let mut at = r.offset;
-            let end = r.offset + r.slot;
-            for (s, e) in used.into_iter().chain([(end, end)]) {
-                if s > at {
-                    let (a, b) = (at.next_multiple_of(4096), s - s % 4096);
-                    free += b.saturating_sub(a);
-                }
-                at = at.max(e);
-            }
-            free
-        })
-        .sum()
 }
 
 fn print_text(
@@ -490,11 +486,7 @@ fn print_text(
             }
         }
         if let Some(w) = &o.written {
-            let to = if o.dest.as_deref() == Some(o.path.as_path())
-                || o.dest
-                    .as_deref()
-                    .is_some_and(|d| std::fs::canonicalize(&o.path).is_ok_and(|c| c == d))
-            {
+            let to = if o.in_place {
                 String::new()
             } else {
                 format!(" → {}", path_string(&w.path))
@@ -519,7 +511,7 @@ fn print_text(
                 "  size {} → {}, about {} would be deallocated",
                 thousands(p.old_len),
                 thousands(p.new_len),
-                human_size(freed_estimate(p))
+                human_size(p.deallocated_estimate())
             )?;
         }
     }
@@ -578,7 +570,7 @@ fn summary(out: &mut impl Write, action: &Action, outcomes: &[Outcome]) -> io::R
             let freed: u64 = outcomes
                 .iter()
                 .filter_map(|o| o.plan.as_ref())
-                .map(freed_estimate)
+                .map(FilePlan::deallocated_estimate)
                 .sum();
             line.push_str(&format!(
                 ", about {} would be deallocated",
@@ -631,7 +623,7 @@ fn json_record(action: &Action, o: &Outcome) -> serde_json::Value {
         "size_after": p.map(|p| p.new_len),
         "allocated_before": o.written.as_ref().map(|w| w.before.allocated),
         "allocated_after": o.written.as_ref().map(|w| w.after.allocated),
-        "deallocated_estimate": p.map(freed_estimate),
+        "deallocated_estimate": p.map(FilePlan::deallocated_estimate),
         "bundles": p.map(|p| p.bundles),
         "rewrites": p.map(|p| &p.rewrites),
         "skipped": p.map(|p| &p.skipped),
