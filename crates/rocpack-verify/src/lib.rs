@@ -1,0 +1,13 @@
+//! Verifies an install tree without executing anything in it.
+//!
+//! - [`linkage`]: resolves every ELF file's DT_NEEDED closure as glibc's ld.so would (RPATH,
+//!   RUNPATH, `$ORIGIN`, `LD_LIBRARY_PATH`, `/etc/ld.so.cache`, default directories, all inside an
+//!   optional sysroot), then checks undefined symbols and symbol versions against the closure.
+//! - [`cmake`]: evaluates enough of CMake to check the files package configs reference.
+//! - [`toolchain`]: clang's resource directory and the AMDGPU device libraries.
+//!
+//! Every check returns [`Finding`]s with stable [`Code`]s.
+
+pub mod finding;
+
+pub use finding::{Code, Finding, Severity};
