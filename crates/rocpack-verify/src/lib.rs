@@ -11,3 +11,6 @@
 pub mod finding;
 
 pub use finding::{Code, Finding, Severity};
+pub mod linkage;
+pub mod sysroot;
+pub mod tree;

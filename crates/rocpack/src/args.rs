@@ -53,6 +53,9 @@ pub enum Command {
     Devices(DevicesArgs),
     /// Drop the code for GPUs you do not have from every bundle (a dry run unless --in-place or -o).
     Strip(StripArgs),
+    /// Check an install without running it: link closure, symbols and versions as ld.so resolves
+    /// them, CMake package configs, and the HIP toolchain layout (exit 1 on an error finding).
+    Verify(VerifyArgs),
     /// Compress offload bundles (CCOB), in bundle files and inside host ELF files.
     Compress(CompressArgs),
     /// Decompress offload bundles, in bundle files and inside host ELF files.
@@ -82,6 +85,42 @@ pub struct WriteArgs {
     /// the other names with the original.
     #[arg(long, value_name = "refuse|break", default_value = "refuse")]
     pub hard_links: String,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Install prefixes (walked recursively) or ELF files. With --root and no path, the whole
+    /// root; paths not inside the root are taken as paths of the target system.
+    #[arg(value_name = "PREFIX|FILE")]
+    pub paths: Vec<PathBuf>,
+
+    /// Resolve everything inside this sysroot: its /etc/ld.so.cache (or ld.so.conf), default
+    /// directories, and absolute symlinks.
+    #[arg(long, value_name = "SYSROOT")]
+    pub root: Option<PathBuf>,
+
+    /// Loader environment, e.g. --env LD_LIBRARY_PATH=/opt/rocm/lib (LD_LIBRARY_PATH and
+    /// LD_PRELOAD are honoured; repeat for several).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+
+    /// Do not report findings with this code (repeat, or separate with commas).
+    #[arg(long, value_name = "CODE", value_delimiter = ',')]
+    pub allow: Vec<String>,
+
+    /// Which checks to run.
+    #[arg(
+        long,
+        value_name = "CHECK",
+        value_delimiter = ',',
+        default_value = "linkage,cmake,toolchain"
+    )]
+    pub checks: Vec<String>,
+
+    /// Print each ELF file's resolved libraries in load order (like `ld.so --list`, without
+    /// running anything) instead of the findings.
+    #[arg(long)]
+    pub list_libs: bool,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         args::Command::Strip(a) => cmd::slim::strip(&cli.global, a),
         args::Command::Compress(a) => cmd::slim::compress(&cli.global, a),
         args::Command::Decompress(a) => cmd::slim::decompress(&cli.global, a),
+        args::Command::Verify(a) => cmd::verify::run(&cli.global, a),
     };
     match result {
         Ok(code) => code.into(),

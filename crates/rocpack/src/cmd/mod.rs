@@ -9,3 +9,4 @@ pub mod list;
 pub mod scan;
 pub mod show;
 pub mod slim;
+pub mod verify;

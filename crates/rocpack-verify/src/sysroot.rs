@@ -1,0 +1,128 @@
+//! Paths of the target system, mapped into an optional sysroot.
+//!
+//! Inside a sysroot, an absolute symlink (`libfoo.so.1 -> /usr/lib/libfoo.so.1.2`) means a path
+//! of the target system, so symlinks are followed here component by component with the root as
+//! `/`, never by the kernel, which would leave the root.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
+
+/// At most this many symlinks are followed for one path, as Linux's `MAXSYMLINKS`.
+const MAX_LINKS: usize = 40;
+
+/// The target system's file tree: `/` or a sysroot directory.
+#[derive(Debug, Clone, Default)]
+pub struct Sysroot {
+    root: Option<PathBuf>,
+}
+
+impl Sysroot {
+    pub fn new(root: Option<&Path>) -> Self {
+        Sysroot {
+            root: root.map(Path::to_path_buf),
+        }
+    }
+
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
+    /// The host path of a target-system path (no symlinks followed).
+    pub fn host(&self, target: &Path) -> PathBuf {
+        match &self.root {
+            None => target.to_path_buf(),
+            Some(r) => r.join(target.strip_prefix("/").unwrap_or(target)),
+        }
+    }
+
+    /// The target-system path of a host path inside the root (unchanged without a root, or when
+    /// the path is outside it).
+    pub fn target(&self, host: &Path) -> PathBuf {
+        match &self.root {
+            Some(r) => match host.strip_prefix(r) {
+                Ok(rest) => Path::new("/").join(rest),
+                Err(_) => host.to_path_buf(),
+            },
+            None => host.to_path_buf(),
+        }
+    }
+
+    /// The host path of the file a target path names after following every symlink inside the
+    /// root; `None` when a component is missing or the links loop.
+    pub fn resolve(&self, target: &Path) -> Option<PathBuf> {
+        let Some(root) = &self.root else {
+            return std::fs::canonicalize(target).ok();
+        };
+        let mut pending: Vec<OsString> = Vec::new();
+        push_components(&mut pending, target);
+        let mut done = PathBuf::from("/");
+        let mut links = 0;
+        while let Some(c) = pending.pop() {
+            match c.as_bytes() {
+                b"" | b"." => continue,
+                b".." => {
+                    done.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            let next = done.join(&c);
+            let host = self.host(&next);
+            let meta = std::fs::symlink_metadata(&host).ok()?;
+            if meta.file_type().is_symlink() {
+                links += 1;
+                if links > MAX_LINKS {
+                    return None;
+                }
+                let link = std::fs::read_link(&host).ok()?;
+                if link.is_absolute() {
+                    done = PathBuf::from("/");
+                }
+                push_components(&mut pending, &link);
+            } else {
+                done = next;
+            }
+        }
+        Some(root.join(done.strip_prefix("/").unwrap_or(&done)))
+    }
+}
+
+/// Pushes a path's components onto a stack so that the first component is popped first.
+fn push_components(stack: &mut Vec<OsString>, path: &Path) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_os_string()),
+            Component::ParentDir => Some(OsString::from_vec(b"..".to_vec())),
+            _ => None,
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn absolute_links_stay_inside_the_root() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        std::fs::create_dir_all(r.join("usr/lib")).unwrap();
+        std::fs::write(r.join("usr/lib/libx.so.1.2"), b"x").unwrap();
+        symlink("/usr/lib/libx.so.1.2", r.join("usr/lib/libx.so.1")).unwrap();
+        symlink("usr/lib", r.join("lib")).unwrap();
+        let s = Sysroot::new(Some(r));
+        assert_eq!(
+            s.resolve(Path::new("/lib/libx.so.1")),
+            Some(r.join("usr/lib/libx.so.1.2"))
+        );
+        assert_eq!(s.resolve(Path::new("/lib/../usr/lib/nope")), None);
+        symlink("loop", r.join("loop")).unwrap();
+        assert_eq!(s.resolve(Path::new("/loop")), None);
+        assert_eq!(s.target(&r.join("usr/lib")), PathBuf::from("/usr/lib"));
+    }
+}
