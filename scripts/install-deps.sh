@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the system packages rocpack's tests and fixture script need on a fresh Debian machine:
 # the LLVM 19 tools (fixtures and oracles), dpkg-deb/xz/zstd/tar/python3 (packages built by the
-# package tests), and chromium (the HTML report is opened headless and screenshotted).
+# package tests), chromium (the HTML report is opened headless and screenshotted), and gcc/g++/ar
+# (the verify tests build their own shared libraries).
 # Idempotent: does nothing (and needs no network) when everything is already present.
 set -euo pipefail
 
 need=()
 for pair in clang++-19:clang-19 clang-offload-bundler-19:clang-tools-19 llvm-readelf-19:llvm-19 \
             llvm-ar-19:llvm-19 llvm-objcopy-19:llvm-19 lld-19:lld-19 zstd:zstd \
-            dpkg-deb:dpkg perl:perl xz:xz-utils tar:tar python3:python3 chromium:chromium; do
+            dpkg-deb:dpkg perl:perl xz:xz-utils tar:tar python3:python3 chromium:chromium \
+            gcc:gcc g++:g++ ar:binutils ldd:libc-bin; do
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done

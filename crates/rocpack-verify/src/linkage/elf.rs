@@ -27,6 +27,8 @@ pub struct DynObject {
     pub runpath: Option<Name>,
     /// `DF_1_NODEFLIB`: skip ld.so.cache and the default directories for this object's needs.
     pub nodeflib: bool,
+    /// `DF_1_PIE`: a position-independent executable, which glibc refuses to load as a library.
+    pub pie: bool,
     /// Undefined dynamic symbols.
     pub undefined: Vec<Undefined>,
     /// Defined dynamic symbols by name (one name can carry several versions).
@@ -184,7 +186,10 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(
             Some(elf::DT_SONAME) => obj.soname = Some(string(val)?),
             Some(elf::DT_RPATH) => rpath = Some(string(val)?),
             Some(elf::DT_RUNPATH) => obj.runpath = Some(string(val)?),
-            Some(elf::DT_FLAGS_1) => obj.nodeflib |= val & u64::from(elf::DF_1_NODEFLIB) != 0,
+            Some(elf::DT_FLAGS_1) => {
+                obj.nodeflib |= val & u64::from(elf::DF_1_NODEFLIB) != 0;
+                obj.pie |= val & u64::from(elf::DF_1_PIE) != 0;
+            }
             _ => {}
         }
     }

@@ -131,7 +131,12 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
             .filter(|c| !c.is_complete())
             .map(|c| c.objects.first().map_or(0, |o| o.obj.undefined.len()));
         for need in &c.needs {
-            let Outcome::NotFound { searched, skipped } = &need.outcome else {
+            let Outcome::NotFound {
+                searched,
+                skipped,
+                stopped_at,
+            } = &need.outcome
+            else {
                 continue;
             };
             let requester = &c.objects[need.requester];
@@ -143,8 +148,7 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
                 c,
                 need.requester,
                 &need.name,
-                searched,
-                skipped,
+                (searched, skipped, stopped_at.as_ref()),
                 &names,
                 unchecked,
             ));
@@ -209,14 +213,24 @@ fn unresolved_finding(
     c: &Closure,
     requester: usize,
     name: &[u8],
-    searched: &[search::Searched],
-    skipped: &[(PathBuf, String)],
+    (searched, skipped, stopped_at): (
+        &[search::Searched],
+        &[(PathBuf, String)],
+        Option<&(PathBuf, String)>,
+    ),
     names: &HashMap<Vec<u8>, Vec<PathBuf>>,
     unchecked: Option<usize>,
 ) -> Finding {
     let r = &c.objects[requester];
     let first = &c.objects[0];
-    let mut message = format!("{} is not found", lossy(name));
+    let mut message = match stopped_at {
+        Some((p, why)) => format!(
+            "{} cannot be loaded: the loader stops at {}: {why}",
+            lossy(name),
+            p.display()
+        ),
+        None => format!("{} is not found", lossy(name)),
+    };
     if requester != 0 {
         message.push_str(&format!(
             " (needed by {}, loaded by {})",
@@ -232,7 +246,13 @@ fn unresolved_finding(
         .get(name)
         .map(|v| v.iter().collect())
         .unwrap_or_default();
-    let hint = if let Some(p) = elsewhere.first() {
+    let hint = if let Some((p, _)) = stopped_at {
+        format!(
+            "the loader takes the first file named {} on its search path and does not look further: remove or rename {}, or put the right directory first",
+            lossy(name),
+            p.display()
+        )
+    } else if let Some(p) = elsewhere.first() {
         let dir = p.parent().unwrap_or(Path::new("/"));
         format!(
             "{} exists at {}, which is not on the search path: add {} to the RUNPATH of {} (e.g. $ORIGIN-relative) or to the loader's configuration",
@@ -280,6 +300,10 @@ fn unresolved_finding(
             .iter()
             .map(|(p, why)| json!({"path": path_str(p), "reason": why}))
             .collect::<Vec<Value>>(),
+    )
+    .detail(
+        "stopped_at",
+        stopped_at.map(|(p, why)| json!({"path": path_str(p), "reason": why})),
     )
     .detail(
         "found_elsewhere",

@@ -13,7 +13,9 @@
 //! Before searching, a name that matches an object already loaded (the name it was requested
 //! by, its path, or its `DT_SONAME`) reuses that object, and a file that is already loaded under
 //! another path (same device and inode) is not loaded twice. A candidate of another ELF class or
-//! machine is skipped and the search goes on, as `open_verify` does.
+//! machine is skipped and the search goes on, as `open_verify` does; any other unusable candidate
+//! (not ELF, too short, an executable) stops the search with an error, as it stops the loader
+//! ("invalid ELF header", "cannot dynamically load position-independent executable").
 //!
 //! Not modelled: glibc-hwcaps and legacy hwcap subdirectories (which one the loader uses depends
 //! on the CPU that runs the program; the baseline directory always exists as the fallback),
@@ -95,8 +97,10 @@ pub enum Outcome {
     Found(usize),
     NotFound {
         searched: Vec<Searched>,
-        /// Candidates that exist but were skipped (wrong class, not ELF, unreadable).
+        /// Candidates of another ELF class or machine, skipped as the loader skips them.
         skipped: Vec<(PathBuf, String)>,
+        /// The candidate the loader would stop at with an error, and the error.
+        stopped_at: Option<(PathBuf, String)>,
     },
 }
 
@@ -379,10 +383,8 @@ impl Environment {
             if !meta.is_file() {
                 return None;
             }
-            let kind = read_head(&host).and_then(|head| {
-                header_kind(&head)
-                    .ok_or_else(|| "not an ELF file".to_owned())
-            });
+            let kind = read_head(&host)
+                .and_then(|head| header_kind(&head).ok_or_else(|| "not an ELF file".to_owned()));
             Some(Probe {
                 host,
                 id: (meta.dev(), meta.ino()),
@@ -512,8 +514,19 @@ impl Environment {
             self.search(c, paths, abi, loader, name, &mut searched, &mut skipped)
         };
         let Some((path, probe)) = found else {
-            return Outcome::NotFound { searched, skipped };
+            return Outcome::NotFound {
+                searched,
+                skipped,
+                stopped_at: None,
+            };
         };
+        if let Err(e) = &probe.kind {
+            return Outcome::NotFound {
+                searched,
+                skipped,
+                stopped_at: Some((path, e.clone())),
+            };
+        }
         // Same file under another name: the loader compares device and inode.
         if let Some(idx) = c.objects.iter().position(|o| o.id == probe.id) {
             add_name(&mut c.objects[idx], name);
@@ -528,7 +541,16 @@ impl Environment {
             c.objects.push(r);
             return Outcome::Found(c.objects.len() - 1);
         }
-        match self.load(&probe.host, probe.id) {
+        let loaded = self.load(&probe.host, probe.id).and_then(|obj| {
+            if obj.e_type == elf::ET_EXEC {
+                Err("cannot dynamically load executable".to_owned())
+            } else if obj.pie {
+                Err("cannot dynamically load position-independent executable".to_owned())
+            } else {
+                Ok(obj)
+            }
+        });
+        match loaded {
             Ok(obj) => {
                 c.objects.push(Loaded {
                     path,
@@ -540,10 +562,11 @@ impl Environment {
                 });
                 Outcome::Found(c.objects.len() - 1)
             }
-            Err(e) => {
-                skipped.push((path, e));
-                Outcome::NotFound { searched, skipped }
-            }
+            Err(e) => Outcome::NotFound {
+                searched,
+                skipped,
+                stopped_at: Some((path, e)),
+            },
         }
     }
 
@@ -671,7 +694,7 @@ impl Environment {
         None
     }
 
-    /// A candidate file: found and usable, or recorded as skipped.
+    /// A candidate file: the one the loader takes (usable or not), or skipped for its class.
     fn try_file(
         &self,
         target: &Path,
@@ -693,10 +716,8 @@ impl Environment {
                 ));
                 None
             }
-            Err(e) => {
-                skipped.push((target.to_path_buf(), e.clone()));
-                None
-            }
+            // Not ELF at all: the loader opens it and fails; the caller reports that.
+            Err(_) => Some((target.to_path_buf(), probe)),
         }
     }
 }
