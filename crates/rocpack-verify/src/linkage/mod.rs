@@ -207,17 +207,20 @@ fn tree_names(env: &Environment, input: &Input) -> HashMap<Vec<u8>, Vec<PathBuf>
     m
 }
 
+/// What a failed search tried: directories, skipped candidates, and where the loader stopped.
+type Attempt<'a> = (
+    &'a [search::Searched],
+    &'a [(PathBuf, String)],
+    Option<&'a (PathBuf, String)>,
+);
+
 #[allow(clippy::too_many_arguments)]
 fn unresolved_finding(
     env: &Environment,
     c: &Closure,
     requester: usize,
     name: &[u8],
-    (searched, skipped, stopped_at): (
-        &[search::Searched],
-        &[(PathBuf, String)],
-        Option<&(PathBuf, String)>,
-    ),
+    (searched, skipped, stopped_at): Attempt<'_>,
     names: &HashMap<Vec<u8>, Vec<PathBuf>>,
     unchecked: Option<usize>,
 ) -> Finding {
