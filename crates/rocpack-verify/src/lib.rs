@@ -13,4 +13,5 @@ pub mod finding;
 pub use finding::{Code, Finding, Severity};
 pub mod linkage;
 pub mod sysroot;
+pub mod toolchain;
 pub mod tree;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use rocpack_verify::linkage::search::{Environment, LoaderEnv, Outcome};
 use rocpack_verify::sysroot::Sysroot;
-use rocpack_verify::{Code, Finding, Severity, linkage, tree};
+use rocpack_verify::{Code, Finding, Severity, linkage, toolchain, tree};
 use serde_json::{Value, json};
 
 use crate::args::{Global, VerifyArgs};
@@ -28,6 +28,7 @@ struct Counts {
     elf_files: usize,
     symbols: usize,
     archives: usize,
+    toolchains: usize,
 }
 
 pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
@@ -61,7 +62,13 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         findings.extend(report.findings);
     }
     let _ = checks.cmake;
-    let _ = checks.toolchain;
+    if checks.toolchain {
+        for prefix in toolchain_prefixes(&paths, root.as_deref()) {
+            let report = toolchain_check(global, &prefix, root.as_deref(), &paths);
+            counts.toolchains += usize::from(report.hip_toolchain);
+            findings.extend(report.findings);
+        }
+    }
 
     let before = findings.len();
     findings.retain(|f| !allow.contains(&f.code));
@@ -83,6 +90,7 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         }
         let summary = json!({
             "type": "summary",
+            "hip_toolchains": counts.toolchains,
             "elf_files": counts.elf_files,
             "symbols_checked": counts.symbols,
             "archives": counts.archives,
@@ -98,8 +106,8 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
             write_finding(&mut out, f)?;
         }
         let mut parts = vec![format!(
-            "{} ELF files ({} undefined symbols looked up), {} static archives",
-            counts.elf_files, counts.symbols, counts.archives
+            "{} ELF files ({} undefined symbols looked up), {} static archives, {} HIP toolchains",
+            counts.elf_files, counts.symbols, counts.archives, counts.toolchains
         )];
         if silenced > 0 {
             parts.push(format!("{silenced} findings silenced by --allow"));
@@ -120,6 +128,68 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         Status::NoMatch
     } else {
         Status::Ok
+    })
+}
+
+/// Install prefixes whose toolchain is checked: each directory given; for a whole root, its
+/// `/usr`, `/usr/local` and `/opt/rocm*`.
+fn toolchain_prefixes(paths: &[PathBuf], root: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths.iter().filter(|p| p.is_dir()) {
+        if root.is_some_and(|r| r == p.as_path()) {
+            out.push(p.join("usr"));
+            out.push(p.join("usr/local"));
+            if let Ok(rd) = std::fs::read_dir(p.join("opt")) {
+                let mut rocm: Vec<PathBuf> = rd
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("rocm"))
+                    .map(|e| e.path())
+                    .collect();
+                rocm.sort();
+                out.extend(rocm);
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out.retain(|p| p.is_dir());
+    out
+}
+
+/// The toolchain check of one prefix. The GPU processors the tree carries code for are only
+/// collected (by reading the bundle headers of every file) when the prefix has a HIP toolchain.
+fn toolchain_check(
+    global: &Global,
+    prefix: &Path,
+    root: Option<&Path>,
+    walked: &[PathBuf],
+) -> toolchain::ToolchainReport {
+    let none = BTreeSet::new();
+    let first = toolchain::check(&toolchain::ToolchainOptions {
+        prefix,
+        root,
+        processors: &none,
+    });
+    if !first.hip_toolchain {
+        return first;
+    }
+    let opts = rocpack_scan::ScanOptions {
+        max_decompressed: global.max_decompressed,
+        ..rocpack_scan::ScanOptions::default()
+    };
+    let scanned = rocpack_scan::scan(walked, &opts, |_, _| {});
+    let processors: BTreeSet<String> = scanned
+        .results
+        .iter()
+        .filter_map(|r| r.inspection.as_ref())
+        .flat_map(|i| &i.code_objects)
+        .filter(|c| !c.host)
+        .filter_map(|c| c.target.as_ref().map(|t| t.processor.clone()))
+        .collect();
+    toolchain::check(&toolchain::ToolchainOptions {
+        prefix,
+        root,
+        processors: &processors,
     })
 }
 
@@ -259,7 +329,11 @@ fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<St
                 Outcome::Found(_) => {}
                 Outcome::NotFound { .. } => {
                     status = status.max(Status::NoMatch);
-                    libs.push((name, None, path_string(&c.objects[need.requester].path)));
+                    // In trace mode glibc lists a missing name once: later requests match the
+                    // placeholder it made for the first.
+                    if !libs.iter().any(|(n, p, _)| *n == name && p.is_none()) {
+                        libs.push((name, None, path_string(&c.objects[need.requester].path)));
+                    }
                 }
             }
         }
