@@ -105,10 +105,16 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         for f in &findings {
             write_finding(&mut out, f)?;
         }
-        let mut parts = vec![format!(
-            "{} ELF files ({} undefined symbols looked up), {} static archives, {} HIP toolchains",
-            counts.elf_files, counts.symbols, counts.archives, counts.toolchains
-        )];
+        let mut parts = Vec::new();
+        if checks.linkage {
+            parts.push(format!(
+                "{} ELF files ({} undefined symbols looked up), {} static archives",
+                counts.elf_files, counts.symbols, counts.archives
+            ));
+        }
+        if checks.toolchain {
+            parts.push(format!("{} HIP toolchains", counts.toolchains));
+        }
         if silenced > 0 {
             parts.push(format!("{silenced} findings silenced by --allow"));
         }
