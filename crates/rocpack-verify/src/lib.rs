@@ -8,6 +8,7 @@
 //!
 //! Every check returns [`Finding`]s with stable [`Code`]s.
 
+pub mod cmake;
 pub mod finding;
 
 pub use finding::{Code, Finding, Severity};

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use rocpack_verify::linkage::search::{Environment, LoaderEnv, Outcome};
 use rocpack_verify::sysroot::Sysroot;
-use rocpack_verify::{Code, Finding, Severity, linkage, toolchain, tree};
+use rocpack_verify::{Code, Finding, Severity, cmake, linkage, toolchain, tree};
 use serde_json::{Value, json};
 
 use crate::args::{Global, VerifyArgs};
@@ -29,6 +29,7 @@ struct Counts {
     symbols: usize,
     archives: usize,
     toolchains: usize,
+    cmake_files: usize,
 }
 
 pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
@@ -61,7 +62,16 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         counts.symbols = report.symbols_checked;
         findings.extend(report.findings);
     }
-    let _ = checks.cmake;
+    if checks.cmake {
+        for prefix in paths.iter().filter(|p| p.is_dir()) {
+            let report = cmake::check_prefix(&cmake::CmakeOptions {
+                prefix,
+                root: root.as_deref(),
+            });
+            counts.cmake_files += report.files_evaluated;
+            findings.extend(report.findings);
+        }
+    }
     if checks.toolchain {
         for prefix in toolchain_prefixes(&paths, root.as_deref()) {
             let report = toolchain_check(global, &prefix, root.as_deref(), &paths);
@@ -91,6 +101,7 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         let summary = json!({
             "type": "summary",
             "hip_toolchains": counts.toolchains,
+            "cmake_files": counts.cmake_files,
             "elf_files": counts.elf_files,
             "symbols_checked": counts.symbols,
             "archives": counts.archives,
@@ -111,6 +122,9 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
                 "{} ELF files ({} undefined symbols looked up), {} static archives",
                 counts.elf_files, counts.symbols, counts.archives
             ));
+        }
+        if checks.cmake {
+            parts.push(format!("{} CMake files evaluated", counts.cmake_files));
         }
         if checks.toolchain {
             parts.push(format!("{} HIP toolchains", counts.toolchains));
