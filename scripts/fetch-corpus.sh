@@ -8,26 +8,13 @@
 # Exit status 3 means the Debian mirror could not be reached.
 set -euo pipefail
 
-corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus}
-apt_dir=${ROCPACK_APT_DIR:-$HOME/.cache/rocpack-apt}
-mkdir -p "$corpus" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
-  > "$apt_dir/sources.list"
-O=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=-
-   -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache")
-
-# Refresh the private package lists at most once a day.
-stamp="$apt_dir/lists/.rocpack-updated"
-if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
-  if ! apt-get "${O[@]}" -o APT::Sandbox::User=root -qq update >&2; then
-    echo "fetch-corpus: cannot reach the Debian mirror (apt-get update failed)" >&2
-    exit 3
-  fi
-  touch "$stamp"
-fi
+# shellcheck source=scripts/apt-env.sh
+. "$(dirname "$0")/apt-env.sh"
+apt_lock
+apt_refresh fetch-corpus
 
 for pkg in "$@"; do
-  version=$(apt-cache "${O[@]}" show --no-all-versions "$pkg" 2>/dev/null | awk '/^Version:/ {print $2; exit}')
+  version=$(apt_version "$pkg")
   if [ -z "$version" ]; then
     echo "fetch-corpus: package $pkg is not in Debian sid" >&2
     exit 1
@@ -37,7 +24,7 @@ for pkg in "$@"; do
     debs="$corpus/debs"
     mkdir -p "$debs"
     if ! ls "$debs/${pkg}_${version//:/%3a}"_*.deb >/dev/null 2>&1; then
-      (cd "$debs" && apt-get "${O[@]}" -o APT::Sandbox::User=root -qq download "$pkg=$version" >&2) || {
+      (cd "$debs" && apt-get "${O[@]}" -qq download "$pkg=$version" >&2) || {
         echo "fetch-corpus: cannot download $pkg $version from the Debian mirror" >&2
         exit 3
       }

@@ -145,6 +145,7 @@ fn help_texts() {
         &["scan", "--help"],
         &["gpus", "--help"],
         &["devices", "--help"],
+        &["verify", "--help"],
     ] {
         let o = rocpack(cmd);
         assert_eq!(o.status.code(), Some(0));

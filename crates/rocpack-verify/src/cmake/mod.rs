@@ -72,6 +72,7 @@
 mod builtins;
 mod checks;
 mod cond;
+mod consolidate;
 mod eval;
 mod lexer;
 mod paths;
@@ -213,6 +214,7 @@ impl Session {
     }
 
     fn finish(mut self) -> CmakeReport {
+        self.findings = consolidate::consolidate(std::mem::take(&mut self.findings), &self.fs);
         let mut seen = HashSet::new();
         self.findings.retain(|f| {
             let key = format!(

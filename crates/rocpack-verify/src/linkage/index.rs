@@ -16,18 +16,18 @@ use super::elf::{DynObject, Name};
 /// A place a symbol is defined.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Provider {
+    /// A shared library (it has a SONAME): sorts before programs and plugins.
     Shared(PathBuf),
+    /// An executable or plugin (no SONAME) that defines it: a host program, not something to link.
+    Program(PathBuf),
     /// A static archive and the member that defines it.
-    Archive {
-        archive: PathBuf,
-        member: String,
-    },
+    Archive { archive: PathBuf, member: String },
 }
 
 impl Provider {
     pub fn describe(&self) -> String {
         match self {
-            Provider::Shared(p) => p.display().to_string(),
+            Provider::Shared(p) | Provider::Program(p) => p.display().to_string(),
             Provider::Archive { archive, member } => format!("{}({member})", archive.display()),
         }
     }
@@ -66,7 +66,11 @@ impl SymbolIndex {
                         .by_name
                         .entry(name.clone())
                         .or_default()
-                        .push(Provider::Shared(path.clone()));
+                        .push(if obj.soname.is_some() {
+                            Provider::Shared(path.clone())
+                        } else {
+                            Provider::Program(path.clone())
+                        });
                 }
             }
         }

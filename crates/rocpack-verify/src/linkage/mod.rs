@@ -362,7 +362,8 @@ fn undefined_findings(
         let list = if shown.len() <= 3 {
             shown.join(", ")
         } else {
-            format!("{}, … ({} more)", shown[..3].join(", "), shown.len() - 3)
+            let head: Vec<&str> = shown.iter().take(3).map(String::as_str).collect();
+            format!("{}, … ({} more)", head.join(", "), shown.len() - 3)
         };
         let message = if syms.len() == 1 {
             format!(
@@ -392,6 +393,10 @@ fn undefined_findings(
                 "{what}{is} defined in {}, which {} does not load: link it (DT_NEEDED)",
                 p.display(),
                 first.path.display()
+            ),
+            Some(Provider::Program(p)) => format!(
+                "{what}{is} defined in {}, a program or plugin, not a library to link",
+                p.display()
             ),
             None => format!(
                 "no file in the verified tree defines {}: a library is missing from the link line, or the symbol was removed from the library it comes from",

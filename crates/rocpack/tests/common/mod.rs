@@ -749,26 +749,30 @@ pub fn sanitize(s: &str) -> String {
 // Corpus
 // ------------------------------------------------------------------------------------------------
 
-/// Runs scripts/fetch-corpus.sh for one package and returns its unpacked directory.
-pub fn fetch_corpus(pkg: &str) -> PathBuf {
-    // Tests run in parallel threads; two concurrent `apt-get update`s on one lists directory would fight
-    // over its lock and look like a network failure.
+/// Runs one of the scripts that fetch Debian sid packages (exit status 3: the mirror cannot be
+/// reached) and returns the last line it printed, a directory.
+fn run_fetch_script(script: &str, args: &[&str]) -> PathBuf {
+    // Tests run in parallel threads; the scripts take a file lock around apt-get themselves, but
+    // one fetch at a time also keeps two downloads of one package from racing.
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/fetch-corpus.sh");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts")
+        .join(script);
+    let what = format!("{script} {}", args.join(" "));
     let mut cmd = Command::new("bash");
-    cmd.arg(script).arg(pkg);
+    cmd.arg(&path).args(args);
     let out = output_of(&mut cmd);
     match out.status.code() {
         Some(0) => {}
         Some(3) => panic!(
-            "network needed: cannot reach the Debian mirror to fetch {pkg}\n{}",
+            "network needed: cannot reach the Debian mirror ({what})\n{}",
             String::from_utf8_lossy(&out.stderr)
         ),
         _ => panic!(
-            "fetch-corpus.sh {pkg} failed with {}:\n{}",
+            "{what} failed with {}:\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         ),
@@ -778,10 +782,27 @@ pub fn fetch_corpus(pkg: &str) -> PathBuf {
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
-        .unwrap_or_else(|| panic!("fetch-corpus.sh {pkg} printed no directory"));
+        .unwrap_or_else(|| panic!("{what} printed no directory"));
     let dir = PathBuf::from(dir.trim());
     assert!(dir.is_dir(), "{} is not a directory", dir.display());
     dir
+}
+
+/// Runs scripts/fetch-corpus.sh for one package and returns its unpacked directory.
+pub fn fetch_corpus(pkg: &str) -> PathBuf {
+    run_fetch_script("fetch-corpus.sh", &[pkg])
+}
+
+/// Runs scripts/fetch-root.sh and returns the Debian sid root it built: `pkgs` and their whole
+/// dependency closure unpacked into one directory; no packages means the script's ROCm set.
+pub fn fetch_root(pkgs: &[&str]) -> PathBuf {
+    let root = run_fetch_script("fetch-root.sh", pkgs);
+    assert!(
+        root.join(".complete").is_file(),
+        "{} has no .complete marker",
+        root.display()
+    );
+    root
 }
 
 /// Regular (non-symlink) files under `dir` whose name starts with `prefix` and contains `.so`.
