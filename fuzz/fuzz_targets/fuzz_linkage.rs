@@ -10,9 +10,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(obj) = DynObject::parse(data) {
         for u in &obj.undefined {
             let wanted = u.version.and_then(|v| obj.verneeds.get(&v)).map(|r| &*r.name);
-            let _ = obj.satisfies(&u.name, wanted);
+            let _ = obj.satisfies(obj.name(&u.name), wanted);
         }
-        for name in obj.defined.keys() {
+        for (name, _) in obj.definitions() {
+            assert!(obj.lookup(name).next().is_some());
             let _ = obj.satisfies(name, None);
         }
         for v in obj.verdefs.values() {

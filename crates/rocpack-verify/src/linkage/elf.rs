@@ -2,9 +2,10 @@
 //! symbol versions. Read through `object`'s bounds-checked ELF reader; nothing is executed.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use object::elf;
-use object::read::elf::{Dyn, FileHeader, ProgramHeader, Sym};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, FileKind};
 
 /// A symbol or library name as the file spells it (ELF strings need not be UTF-8).
@@ -31,8 +32,12 @@ pub struct DynObject {
     pub pie: bool,
     /// Undefined dynamic symbols.
     pub undefined: Vec<Undefined>,
-    /// Defined dynamic symbols by name (one name can carry several versions).
-    pub defined: HashMap<Name, Vec<Definition>>,
+    /// Defined dynamic symbols, sorted by name hash then name, so that one name's definitions
+    /// (one per version) are adjacent. One vector and one copy of the string table instead of an
+    /// allocation per symbol: a closure can hold hundreds of thousands of them.
+    defined: Vec<Definition>,
+    /// The dynamic string table, which symbol names point into.
+    strings: Box<[u8]>,
     /// Version names this object defines (`SHT_GNU_verdef`), by version index.
     pub verdefs: HashMap<u16, Name>,
     /// Version requirements (`SHT_GNU_verneed`), by version index.
@@ -44,15 +49,19 @@ pub struct DynObject {
 /// An undefined dynamic symbol.
 #[derive(Debug, Clone)]
 pub struct Undefined {
-    pub name: Name,
+    /// Where its name lies in the string table ([`DynObject::name`]).
+    pub name: Range<u32>,
     pub weak: bool,
     /// Index into [`DynObject::verneeds`], when the reference is versioned.
     pub version: Option<u16>,
 }
 
 /// One definition of a dynamic symbol.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Definition {
+    hash: u32,
+    /// Where its name lies in the string table ([`DynObject::name`]).
+    pub name: Range<u32>,
     /// The version index (`0` local, `1` global/unversioned, `2..` from verdef).
     pub version: u16,
     /// The hidden bit of versym: a non-default version (`name@VER`, not `name@@VER`).
@@ -116,6 +125,30 @@ impl DynObject {
         }
     }
 
+    /// A symbol name by its range in the string table.
+    pub fn name(&self, r: &Range<u32>) -> &[u8] {
+        self.strings
+            .get(r.start as usize..r.end as usize)
+            .unwrap_or_default()
+    }
+
+    /// Every definition, in no useful order.
+    pub fn definitions(&self) -> impl Iterator<Item = (&[u8], &Definition)> {
+        self.defined.iter().map(|d| (self.name(&d.name), d))
+    }
+
+    /// The definitions of one name (one per version).
+    pub fn lookup(&self, name: &[u8]) -> impl Iterator<Item = &Definition> {
+        let h = hash(name);
+        let start = self.defined.partition_point(|d| d.hash < h);
+        self.defined
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(move |d| d.hash == h)
+            .filter(move |d| self.name(&d.name) == name)
+    }
+
     /// Does this object define `version` (by name) in its verdef?
     pub fn defines_version(&self, version: &[u8]) -> bool {
         self.verdefs.values().any(|v| &**v == version)
@@ -128,10 +161,7 @@ impl DynObject {
     /// global (index 1) and not hidden; an unversioned reference takes any non-hidden definition,
     /// or a hidden one at index 1 or 2 (the base version).
     pub fn satisfies(&self, name: &[u8], wanted: Option<&[u8]>) -> bool {
-        let Some(defs) = self.defined.get(name) else {
-            return false;
-        };
-        defs.iter().any(|d| {
+        self.lookup(name).any(|d| {
             if !self.has_versym {
                 return true;
             }
@@ -228,6 +258,17 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(
 
     let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM)?;
     let symstrings = symbols.strings();
+    let strtab = sections
+        .section(symbols.string_section())
+        .ok()
+        .and_then(|sh| sh.data(endian, data).ok())
+        .unwrap_or_default();
+    obj.strings = strtab.into();
+    let range = |sym: &H::Sym| -> Option<Range<u32>> {
+        let start = sym.st_name(endian);
+        let len = strtab.get(start as usize..)?.iter().position(|&b| b == 0)?;
+        Some(start..start.checked_add(u32::try_from(len).ok()?)?)
+    };
     for (index, sym) in symbols.enumerate() {
         if index.0 == 0 {
             continue;
@@ -240,13 +281,16 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(
         if name.is_empty() {
             continue;
         }
+        let Some(name_range) = range(sym) else {
+            continue;
+        };
         let versym = versyms
             .and_then(|v| v.get(index.0))
             .map_or(1, |v| v.0.get(endian));
         let version = versym & elf::VERSYM_VERSION;
         if sym.st_shndx(endian) == elf::SHN_UNDEF {
             obj.undefined.push(Undefined {
-                name: name.into(),
+                name: name_range,
                 weak: bind == elf::STB_WEAK,
                 version: (version > 1).then_some(version),
             });
@@ -273,15 +317,27 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(
             // VER_NDX_LOCAL: not exported.
             continue;
         }
-        obj.defined
-            .entry(name.into())
-            .or_default()
-            .push(Definition {
+        obj.defined.push(Definition {
+                hash: hash(name),
+                name: name_range,
                 version,
                 hidden: versym & elf::VERSYM_HIDDEN != 0,
                 weak: bind == elf::STB_WEAK,
                 unique: bind == elf::STB_GNU_UNIQUE,
             });
     }
+    let strings = &obj.strings;
+    obj.defined.sort_unstable_by(|a, b| {
+        a.hash.cmp(&b.hash).then_with(|| {
+            let n = |r: &Range<u32>| strings.get(r.start as usize..r.end as usize);
+            n(&a.name).cmp(&n(&b.name))
+        })
+    });
     Ok(obj)
+}
+
+/// The ELF GNU hash of a name (dl-new-hash.h): cheap, and only used to order and find names.
+fn hash(name: &[u8]) -> u32 {
+    name.iter()
+        .fold(5381u32, |h, &b| h.wrapping_mul(33).wrapping_add(u32::from(b)))
 }

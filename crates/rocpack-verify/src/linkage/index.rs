@@ -57,11 +57,7 @@ impl SymbolIndex {
         }
         for (path, obj) in shared {
             for name in wanted {
-                if obj
-                    .defined
-                    .get(name)
-                    .is_some_and(|d| d.iter().any(|d| !d.hidden))
-                {
+                if obj.lookup(name).any(|d| !d.hidden) {
                     index
                         .by_name
                         .entry(name.clone())

@@ -462,7 +462,7 @@ fn duplicates(roots: &[RootResult]) -> Vec<Finding> {
             }
         }
     }
-    let candidates: HashMap<FileId, Vec<Name>> = objects
+    let candidates: HashMap<FileId, Vec<&[u8]>> = objects
         .par_iter()
         .map(|(id, o)| (*id, symbols::duplicate_candidates(o)))
         .collect();

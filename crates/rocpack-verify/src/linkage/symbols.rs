@@ -71,16 +71,17 @@ pub fn check_first(c: &Closure) -> SymbolCheck {
         }
         out.checked += 1;
         if let Some(&m) = u.version.and_then(|v| missing_ndx.get(&v)) {
-            out.missing_versions[m].symbols.push(u.name.clone());
+            out.missing_versions[m].symbols.push(obj.name(&u.name).into());
             continue;
         }
         let wanted = u
             .version
             .and_then(|v| obj.verneeds.get(&v))
             .map(|r| &*r.name);
-        if !c.objects.iter().any(|o| o.obj.satisfies(&u.name, wanted)) {
+        let name = obj.name(&u.name);
+        if !c.objects.iter().any(|o| o.obj.satisfies(name, wanted)) {
             out.undefined.push(Unresolved {
-                name: u.name.clone(),
+                name: name.into(),
                 version: wanted.map(Name::from),
             });
         }
@@ -89,17 +90,19 @@ pub fn check_first(c: &Closure) -> SymbolCheck {
 }
 
 /// Strong definitions of the names that two copies of one big C++ library would share.
-pub fn duplicate_candidates(obj: &DynObject) -> Vec<Name> {
-    let mut v: Vec<Name> = obj
-        .defined
-        .iter()
-        .filter(|(name, defs)| {
+pub fn duplicate_candidates(obj: &DynObject) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = obj
+        .definitions()
+        .filter(|(name, d)| {
             (name.starts_with(b"_Z") || name.starts_with(b"LLVM"))
-                && defs.iter().any(|d| !d.weak && !d.unique && !d.hidden)
+                && !d.weak
+                && !d.unique
+                && !d.hidden
         })
-        .map(|(n, _)| n.clone())
+        .map(|(n, _)| n)
         .collect();
     v.sort_unstable();
+    v.dedup();
     v
 }
 
@@ -109,7 +112,7 @@ pub fn is_llvm(name: &[u8]) -> bool {
 }
 
 /// The names both sorted lists hold.
-pub fn intersect(a: &[Name], b: &[Name]) -> Vec<Name> {
+pub fn intersect(a: &[&[u8]], b: &[&[u8]]) -> Vec<Name> {
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::new();
     while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
@@ -117,7 +120,7 @@ pub fn intersect(a: &[Name], b: &[Name]) -> Vec<Name> {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                out.push(x.clone());
+                out.push(Name::from(*x));
                 i += 1;
                 j += 1;
             }
