@@ -2,7 +2,8 @@
 # The main job: builds rocpack, downloads real ROCm packages from Debian sid (never installing
 # them), and answers the questions rocpack is for: which GPUs does each library carry code for,
 # and will it run on a given GPU — reading the .deb files in place, without unpacking them —
-# then slims a copy of a library for one GPU and compresses another.
+# then slims a copy of a library for one GPU and compresses another, and verifies a Debian root
+# made of rocRAND and its whole dependency closure (link closure, symbols, CMake configs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -53,6 +54,20 @@ echo "   du: $(du -h "$lib" | cut -f1) before, $(du -h "$work/librocrand.so" | c
 "$rocpack" decompress -q "$work/librocrand-compressed.so" -o "$work/librocrand-roundtrip.so"
 cmp "$lib" "$work/librocrand-roundtrip.so" && echo "   decompress after compress: byte-identical to the original"
 rm -rf "$work"
+
+echo
+echo "== verify a Debian sid root: librocrand1 + librocrand-dev and every package they depend on"
+echo "   (unpacked, never installed or run; rocpack verify --root ROOT)"
+root=$(scripts/fetch-root.sh librocrand1 librocrand-dev | tail -n 1)
+"$rocpack" verify --root "$root" | tail -n 3 || true
+echo "   rocRAND's libraries as the root's loader would find them (--list-libs):"
+"$rocpack" verify --root "$root" --list-libs /usr/lib/x86_64-linux-gnu/librocrand.so.1 | sed -n '2,6p'
+echo "   ... and after deleting libhsa-runtime64 from a hard-linked copy:"
+copy=$(mktemp -d "$(dirname "$root")/demo-root-XXXXXX")
+cp -al "$root/." "$copy/"
+rm -f "$copy"/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so*
+"$rocpack" verify --root "$copy" --checks linkage | grep -A2 'unresolved-library' | head -n 3 || true
+rm -rf "$copy"
 
 echo
 echo "== this machine's GPUs (rocpack devices)"

@@ -1189,6 +1189,25 @@ fn check_device_libs(
     let hip_clangs: Vec<&ClangInstall> = report.clangs.iter().filter(|c| c.hip).collect();
     let mut reported: BTreeSet<(PathBuf, String)> = BTreeSet::new();
 
+    if hip_clangs.is_empty() && report.device_lib_dirs.is_empty() {
+        // HIP's CMake support (or hipcc) without any compiler or bitcode: nothing in the prefix
+        // would use device libraries, but nothing can compile HIP either. One warning, not one
+        // error per target.
+        out.push(
+            Finding::new(
+                Code::MissingDeviceLib,
+                Severity::Warning,
+                prefix,
+                format!(
+                    "the prefix has HIP's build support but no HIP-capable clang and no device libraries: compiling HIP code ({}) needs both",
+                    if targets_text.is_empty() { "for any target".to_owned() } else { format!("for {targets_text}") }
+                ),
+            )
+            .hint("install the HIP compiler with its device libraries (Debian: hipcc, which brings clang and the device libraries; ROCm: rocm-llvm and rocm-device-libs)")
+            .detail("targets", needs.keys().cloned().collect::<Vec<_>>()),
+        );
+        return out;
+    }
     if hip_clangs.is_empty() {
         // A HIP toolchain without its clang in the prefix: the bitcode must be somewhere.
         let dirs = &report.device_lib_dirs;

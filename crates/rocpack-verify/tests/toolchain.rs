@@ -561,6 +561,23 @@ fn prefix_without_hip_toolchain_needs_no_device_libraries() {
     assert!(!r.clangs[0].hip);
 }
 
+/// Debian's libamdhip64-dev without hipcc: HIP's CMake support, no compiler, no bitcode. One
+/// warning saying what is missing, not an error per target.
+#[test]
+fn hip_configs_without_any_compiler_are_one_warning() {
+    let t = Tree::new();
+    t.hip_configs(
+        "/usr/lib/x86_64-linux-gnu/cmake",
+        Some("6.4.43484"),
+        Some("6.4.43484"),
+    );
+    let r = t.check("/usr", &["gfx90a", "gfx1030"]);
+    assert!(r.hip_toolchain);
+    let f = only_finding(&r, Code::MissingDeviceLib);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("gfx1030, gfx90a"), "{}", f.message);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Check 3: hip configs
 // ------------------------------------------------------------------------------------------------

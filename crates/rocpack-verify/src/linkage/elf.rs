@@ -318,13 +318,13 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(
             continue;
         }
         obj.defined.push(Definition {
-                hash: hash(name),
-                name: name_range,
-                version,
-                hidden: versym & elf::VERSYM_HIDDEN != 0,
-                weak: bind == elf::STB_WEAK,
-                unique: bind == elf::STB_GNU_UNIQUE,
-            });
+            hash: hash(name),
+            name: name_range,
+            version,
+            hidden: versym & elf::VERSYM_HIDDEN != 0,
+            weak: bind == elf::STB_WEAK,
+            unique: bind == elf::STB_GNU_UNIQUE,
+        });
     }
     let strings = &obj.strings;
     obj.defined.sort_unstable_by(|a, b| {
@@ -338,6 +338,7 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(
 
 /// The ELF GNU hash of a name (dl-new-hash.h): cheap, and only used to order and find names.
 fn hash(name: &[u8]) -> u32 {
-    name.iter()
-        .fold(5381u32, |h, &b| h.wrapping_mul(33).wrapping_add(u32::from(b)))
+    name.iter().fold(5381u32, |h, &b| {
+        h.wrapping_mul(33).wrapping_add(u32::from(b))
+    })
 }

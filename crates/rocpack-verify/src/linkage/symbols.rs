@@ -71,7 +71,9 @@ pub fn check_first(c: &Closure) -> SymbolCheck {
         }
         out.checked += 1;
         if let Some(&m) = u.version.and_then(|v| missing_ndx.get(&v)) {
-            out.missing_versions[m].symbols.push(obj.name(&u.name).into());
+            out.missing_versions[m]
+                .symbols
+                .push(obj.name(&u.name).into());
             continue;
         }
         let wanted = u
