@@ -51,41 +51,78 @@ impl Sysroot {
     /// The host path of the file a target path names after following every symlink inside the
     /// root; `None` when a component is missing or the links loop.
     pub fn resolve(&self, target: &Path) -> Option<PathBuf> {
-        let Some(root) = &self.root else {
-            return std::fs::canonicalize(target).ok();
-        };
-        let mut pending: Vec<OsString> = Vec::new();
-        push_components(&mut pending, target);
-        let mut done = PathBuf::from("/");
-        let mut links = 0;
-        while let Some(c) = pending.pop() {
-            match c.as_bytes() {
-                b"" | b"." => continue,
-                b".." => {
-                    done.pop();
-                    continue;
-                }
-                _ => {}
-            }
-            let next = done.join(&c);
-            let host = self.host(&next);
-            let meta = std::fs::symlink_metadata(&host).ok()?;
-            if meta.file_type().is_symlink() {
-                links += 1;
-                if links > MAX_LINKS {
-                    return None;
-                }
-                let link = std::fs::read_link(&host).ok()?;
-                if link.is_absolute() {
-                    done = PathBuf::from("/");
-                }
-                push_components(&mut pending, &link);
-            } else {
-                done = next;
-            }
+        match &self.root {
+            Some(root) => resolve_in_root(root, target),
+            None => std::fs::canonicalize(target).ok(),
         }
-        Some(root.join(done.strip_prefix("/").unwrap_or(&done)))
     }
+}
+
+/// Resolves `path`, a target-system path, to the file it names inside `root`, following
+/// symbolic links component by component; an absolute link target is taken relative to `root`,
+/// and `..` never climbs above it. `None` if some component does not exist, or after 40 links
+/// (a loop).
+pub fn resolve_in_root(root: &Path, path: &Path) -> Option<PathBuf> {
+    resolve_components(root, path).map(|parts| {
+        let mut p = root.to_path_buf();
+        p.extend(parts);
+        p
+    })
+}
+
+/// [`resolve_in_root`] as the components under `root`.
+pub(crate) fn resolve_components(root: &Path, path: &Path) -> Option<Vec<OsString>> {
+    let mut resolved: Vec<OsString> = Vec::new();
+    let mut pending: Vec<OsString> = Vec::new();
+    push_components(&mut pending, path);
+    let mut links = 0;
+    while let Some(part) = pending.pop() {
+        if part.as_bytes() == b".." {
+            resolved.pop();
+            continue;
+        }
+        let mut candidate = root.to_path_buf();
+        candidate.extend(&resolved);
+        candidate.push(&part);
+        let meta = std::fs::symlink_metadata(&candidate).ok()?;
+        if meta.file_type().is_symlink() {
+            links += 1;
+            if links > MAX_LINKS {
+                return None;
+            }
+            let link = std::fs::read_link(&candidate).ok()?;
+            if link.is_absolute() {
+                resolved.clear();
+            }
+            push_components(&mut pending, &link);
+        } else {
+            resolved.push(part);
+        }
+    }
+    Some(resolved)
+}
+
+/// `path` made absolute against the current directory and normalized lexically (`.` dropped,
+/// `..` removing the previous component, never above `/`).
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    let p = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Pushes a path's components onto a stack so that the first component is popped first.

@@ -64,14 +64,14 @@
 //!   directory itself, found through the resource-directory candidate); Fedora
 //!   `/usr/lib/clang/<N>/amdgcn/bitcode`.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::ffi::OsString;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::finding::{Code, Finding, Severity};
+use crate::sysroot::{absolute, resolve_in_root};
 
 /// What to check.
 #[derive(Debug, Clone, Copy)]
@@ -239,9 +239,6 @@ pub fn check(opts: &ToolchainOptions) -> ToolchainReport {
 // Paths inside an optional root
 // ------------------------------------------------------------------------------------------------
 
-/// Symlink links followed before a path is taken as a loop (Linux's MAXSYMLINKS is 40).
-const MAX_LINKS: usize = 40;
-
 /// The file system as the installed system sees it: absolute symlink targets and system
 /// directories are taken inside `root`.
 struct Tree {
@@ -267,34 +264,7 @@ impl Tree {
             // Outside the root (a prefix given beside it): the host resolves it.
             return fs::canonicalize(path).ok();
         };
-        let mut pending: VecDeque<OsString> = components(rel).into();
-        let mut out = PathBuf::new();
-        let mut links = 0;
-        while let Some(c) = pending.pop_front() {
-            if c == ".." {
-                out.pop();
-                continue;
-            }
-            let candidate = out.join(&c);
-            let host = self.root.join(&candidate);
-            let meta = fs::symlink_metadata(&host).ok()?;
-            if meta.file_type().is_symlink() {
-                links += 1;
-                if links > MAX_LINKS {
-                    return None;
-                }
-                let target = fs::read_link(&host).ok()?;
-                if target.has_root() {
-                    out = PathBuf::new();
-                }
-                for t in components(&target).into_iter().rev() {
-                    pending.push_front(t);
-                }
-            } else {
-                out = candidate;
-            }
-        }
-        Some(self.root.join(out))
+        resolve_in_root(&self.root, &Path::new("/").join(rel))
     }
 
     fn is_dir(&self, path: &Path) -> bool {
@@ -326,27 +296,6 @@ impl Tree {
             .collect();
         names.sort();
         names
-    }
-}
-
-/// Normal components and `..` of a path, as strings (roots and `.` dropped).
-fn components(path: &Path) -> Vec<OsString> {
-    path.components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_os_string()),
-            Component::ParentDir => Some(OsString::from("..")),
-            _ => None,
-        })
-        .collect()
-}
-
-fn absolute(path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        normalize(path)
-    } else {
-        std::env::current_dir()
-            .map(|d| normalize(&d.join(path)))
-            .unwrap_or_else(|_| path.to_path_buf())
     }
 }
 

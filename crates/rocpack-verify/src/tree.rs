@@ -1,7 +1,6 @@
 //! Collects what a verify run looks at from the paths given: ELF objects, static archives and
 //! every name in the tree. Only file headers are read here.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -105,22 +104,11 @@ fn walk(
 }
 
 fn kind(path: &Path) -> Result<Kind, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut head = [0u8; 64];
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(head.get_mut(n..).unwrap_or_default()) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    let head = head.get(..n).unwrap_or_default();
+    let head = crate::linkage::elf::read_head(path).map_err(|e| e.to_string())?;
     if head.starts_with(b"!<arch>\n") || head.starts_with(b"!<thin>\n") {
         return Ok(Kind::Archive);
     }
-    match crate::linkage::elf::header_kind(head) {
+    match crate::linkage::elf::header_kind(&head) {
         // GPU code objects (EM_AMDGPU) are loaded by the HIP runtime, not by ld.so.
         Some((_, e_type, machine))
             if (e_type == object::elf::ET_DYN || e_type == object::elf::ET_EXEC)

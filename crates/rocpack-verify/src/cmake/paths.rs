@@ -1,68 +1,11 @@
 //! Paths as the configs see them (target-system paths, strings) and as this machine reads them
 //! (host paths, under the sysroot when there is one).
 
-use std::ffi::OsString;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// Symbolic links followed while resolving one path, as Linux's `MAXSYMLINKS`.
-const MAX_LINK_HOPS: u32 = 40;
-
-/// Resolves `path`, a target-system path, to the file it names inside `root`, following
-/// symbolic links component by component; an absolute link target is taken relative to `root`,
-/// and `..` never climbs above it. `None` if some component does not exist, or after 40 links
-/// (a loop).
-pub fn resolve_in_root(root: &Path, path: &Path) -> Option<PathBuf> {
-    resolve_components(root, path).map(|parts| {
-        let mut p = root.to_path_buf();
-        p.extend(parts);
-        p
-    })
-}
-
-/// [`resolve_in_root`] as the components under `root`.
-fn resolve_components(root: &Path, path: &Path) -> Option<Vec<OsString>> {
-    let mut resolved: Vec<OsString> = Vec::new();
-    let mut pending: Vec<OsString> = Vec::new();
-    push_reversed(&mut pending, path);
-    let mut hops = 0u32;
-    while let Some(part) = pending.pop() {
-        if part == ".." {
-            resolved.pop();
-            continue;
-        }
-        let mut candidate = root.to_path_buf();
-        candidate.extend(&resolved);
-        candidate.push(&part);
-        let meta = std::fs::symlink_metadata(&candidate).ok()?;
-        if meta.file_type().is_symlink() {
-            hops += 1;
-            if hops > MAX_LINK_HOPS {
-                return None;
-            }
-            let target = std::fs::read_link(&candidate).ok()?;
-            if target.is_absolute() {
-                resolved.clear();
-            }
-            push_reversed(&mut pending, &target);
-        } else {
-            resolved.push(part);
-        }
-    }
-    Some(resolved)
-}
-
-/// Pushes `path`'s normal and `..` components onto `stack` so that popping yields them in order.
-fn push_reversed(stack: &mut Vec<OsString>, path: &Path) {
-    let parts: Vec<OsString> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
-    stack.extend(parts.into_iter().rev());
-}
+pub(crate) use crate::sysroot::absolute;
+use crate::sysroot::resolve_components;
+pub use crate::sysroot::resolve_in_root;
 
 /// The file system the configs are evaluated against.
 #[derive(Debug, Clone)]
@@ -196,28 +139,6 @@ impl Fs {
 
 /// Entries read from one directory at most.
 const MAX_DIR_ENTRIES: usize = 200_000;
-
-/// `path` made absolute against the current directory and normalized lexically.
-pub(crate) fn absolute(path: &Path) -> PathBuf {
-    let p = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .unwrap_or_else(|_| PathBuf::from("/"))
-            .join(path)
-    };
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out
-}
 
 /// Joins a directory and a name with one `/`.
 pub(crate) fn join(dir: &str, name: &str) -> String {

@@ -93,6 +93,15 @@ impl From<object::Error> for ElfError {
     }
 }
 
+/// The first 64 bytes of a file (fewer if it is shorter): enough for [`header_kind`] and for an
+/// archive's magic.
+pub fn read_head(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(64);
+    std::fs::File::open(path)?.take(64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
 /// The identity fields of an ELF header, read without parsing the rest: enough for the loader's
 /// "wrong ELF class" check.
 pub fn header_kind(data: &[u8]) -> Option<(bool, u16, u16)> {

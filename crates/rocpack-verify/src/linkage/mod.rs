@@ -77,7 +77,8 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
 
     let mut report = LinkReport::default();
     let mut seen_needs: HashSet<(FileId, Name)> = HashSet::new();
-    let names = tree_names(env, input);
+    // Built at the first unresolved library only: a clean tree never needs it.
+    let names = std::cell::OnceCell::new();
     let mut wanted: HashSet<Name> = HashSet::new();
     for r in &roots {
         wanted.extend(r.symbols.undefined.iter().map(|u| u.name.clone()));
@@ -149,7 +150,7 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
                 need.requester,
                 &need.name,
                 (searched, skipped, stopped_at.as_ref()),
-                &names,
+                names.get_or_init(|| tree_names(env, input)),
                 unchecked,
             ));
         }

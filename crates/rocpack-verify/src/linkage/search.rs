@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use object::elf;
 
-use super::elf::{DynObject, Name, header_kind};
+use super::elf::{DynObject, Name, header_kind, read_head};
 use super::ldcache::{LdCache, abi_flags};
 use crate::sysroot::Sysroot;
 
@@ -384,6 +384,7 @@ impl Environment {
                 return None;
             }
             let kind = read_head(&host)
+                .map_err(|e| e.to_string())
                 .and_then(|head| header_kind(&head).ok_or_else(|| "not an ELF file".to_owned()));
             Some(Probe {
                 host,
@@ -428,7 +429,7 @@ impl Environment {
             .as_deref()
             .map(|i| PathBuf::from(std::ffi::OsStr::from_bytes(i)))
             .or_else(|| paths.interp.clone());
-        let rtld = interp.and_then(|p| {
+        let mut rtld = interp.and_then(|p| {
             let probe = self.probe(&p)?;
             let parsed = self.load(&probe.host, probe.id).ok()?;
             Some(Loaded {
@@ -440,38 +441,29 @@ impl Environment {
                 loader: None,
             })
         });
-        let mut rtld = rtld;
 
-        // LD_PRELOAD objects come right after the first object.
-        let preload: Vec<Name> = self.ld_preload.clone();
-        let mut queue_names: Vec<(usize, Name)> = preload.into_iter().map(|n| (0, n)).collect();
+        // LD_PRELOAD objects come right after the first object, then everyone's DT_NEEDED,
+        // breadth-first.
+        for name in &self.ld_preload {
+            let outcome = self.map_object(&mut c, &mut rtld, &paths, abi, 0, name);
+            c.needs.push(Need {
+                requester: 0,
+                name: name.clone(),
+                outcome,
+            });
+        }
         let mut i = 0;
-        let mut pre_done = false;
-        loop {
-            let pending: Vec<(usize, Name)> = if !pre_done {
-                pre_done = true;
-                std::mem::take(&mut queue_names)
-            } else {
-                if i >= c.objects.len() {
-                    break;
-                }
-                let l = i;
-                i += 1;
-                c.objects[l]
-                    .obj
-                    .needed
-                    .iter()
-                    .map(|n| (l, n.clone()))
-                    .collect()
-            };
-            for (loader, name) in pending {
-                let outcome = self.map_object(&mut c, &mut rtld, &paths, abi, loader, &name);
+        while let Some(o) = c.objects.get(i) {
+            let obj = o.obj.clone();
+            for name in &obj.needed {
+                let outcome = self.map_object(&mut c, &mut rtld, &paths, abi, i, name);
                 c.needs.push(Need {
-                    requester: loader,
-                    name,
+                    requester: i,
+                    name: name.clone(),
                     outcome,
                 });
             }
+            i += 1;
         }
         Ok(c)
     }
@@ -490,13 +482,8 @@ impl Environment {
             add_name(&mut c.objects[found], name);
             return Outcome::Found(found);
         }
-        if rtld.as_ref().is_some_and(|r| matches_name(r, name))
-            && let Some(mut r) = rtld.take()
-        {
-            add_name(&mut r, name);
-            r.loader = Some(loader);
-            c.objects.push(r);
-            return Outcome::Found(c.objects.len() - 1);
+        if let Some(r) = rtld.take_if(|r| matches_name(r, name)) {
+            return join_rtld(c, r, loader, name);
         }
         let mut searched = Vec::new();
         let mut skipped = Vec::new();
@@ -532,14 +519,8 @@ impl Environment {
             add_name(&mut c.objects[idx], name);
             return Outcome::Found(idx);
         }
-        if let Some(r) = rtld.as_ref()
-            && r.id == probe.id
-            && let Some(mut r) = rtld.take()
-        {
-            add_name(&mut r, name);
-            r.loader = Some(loader);
-            c.objects.push(r);
-            return Outcome::Found(c.objects.len() - 1);
+        if let Some(r) = rtld.take_if(|r| r.id == probe.id) {
+            return join_rtld(c, r, loader, name);
         }
         let loaded = self.load(&probe.host, probe.id).and_then(|obj| {
             if obj.e_type == elf::ET_EXEC {
@@ -722,6 +703,14 @@ impl Environment {
     }
 }
 
+/// The dynamic linker joins the search order where an object first needs it.
+fn join_rtld(c: &mut Closure, mut rtld: Loaded, loader: usize, name: &[u8]) -> Outcome {
+    add_name(&mut rtld, name);
+    rtld.loader = Some(loader);
+    c.objects.push(rtld);
+    Outcome::Found(c.objects.len() - 1)
+}
+
 fn add_name(o: &mut Loaded, name: &[u8]) {
     if !o.names.iter().any(|n| &**n == name) {
         o.names.push(name.into());
@@ -730,23 +719,6 @@ fn add_name(o: &mut Loaded, name: &[u8]) {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn read_head(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut head = vec![0u8; 64];
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    head.truncate(n);
-    Ok(head)
 }
 
 /// Splits a search path; an empty element means the current directory, as glibc's
