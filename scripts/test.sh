@@ -6,4 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+python3 scripts/check-knowledge.py
 cargo test --workspace --locked
