@@ -1,0 +1,241 @@
+//! The plan: what `rocpack plan` decides and every emitter prints, and what `plan verify` checks
+//! an install against. It serializes as the documented JSON plan (docs/json.md, "plan"); the
+//! field names below are that schema.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kb::{DeviceCode, Severity};
+
+/// The JSON plan's schema identifier; bumped on any incompatible change.
+pub const SCHEMA: &str = "rocpack-plan/1";
+
+/// The build tool a plan is made for: pitfalls and TheRock's exclusions depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tool {
+    Cmake,
+    Spack,
+    Gentoo,
+    Nix,
+    Therock,
+}
+
+impl Tool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::Cmake => "cmake",
+            Tool::Spack => "spack",
+            Tool::Gentoo => "gentoo",
+            Tool::Nix => "nix",
+            Tool::Therock => "therock",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Tool> {
+        Some(match s {
+            "cmake" => Tool::Cmake,
+            "spack" => Tool::Spack,
+            "gentoo" => Tool::Gentoo,
+            "nix" => Tool::Nix,
+            "therock" => Tool::Therock,
+            _ => return None,
+        })
+    }
+}
+
+/// What the user asked for, as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// `--gpu` target IDs.
+    pub gpus: Vec<String>,
+    /// `--family` names (TheRock families, `debian-<suite>`).
+    pub families: Vec<String>,
+    /// `--components`, as spelled upstream after matching; `None` = all of the release.
+    pub components: Option<Vec<String>>,
+    /// `--set COMPONENT:OPTION=VALUE` overrides.
+    pub set: Vec<OptionOverride>,
+}
+
+/// One `--set COMPONENT:OPTION=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OptionOverride {
+    pub component: String,
+    pub option: String,
+    pub value: String,
+}
+
+/// A plan for one ROCm release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// rocpack's version.
+    pub rocpack: String,
+    /// Release line, e.g. "6.4".
+    pub release: String,
+    /// The X.Y.Z releases the knowledge covers.
+    pub point_releases: Vec<String>,
+    pub tool: Tool,
+    pub request: Request,
+    /// Requested targets, families expanded, in request order without duplicates.
+    pub targets: Vec<String>,
+    /// Where each family came from, when families were named.
+    pub families: Vec<FamilyExpansion>,
+    /// Every component of the plan, in build order.
+    pub components: Vec<ComponentPlan>,
+    /// Pitfalls that fired and planner findings, in build order of their component.
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+}
+
+/// `--family NAME` → targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilyExpansion {
+    pub family: String,
+    pub targets: Vec<String>,
+    /// Where the family is defined (TheRock snapshot id, `debian-sid`, ...).
+    pub defined_by: String,
+}
+
+/// Built or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Build,
+    Skip,
+}
+
+/// One component of the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentPlan {
+    /// Spelled as upstream spells it.
+    pub name: String,
+    pub status: Status,
+    /// Why it is in the plan: "requested", or "needed by X, Y".
+    pub why: String,
+    /// Why it is skipped (with `status = skip`).
+    pub skip_reason: Option<String>,
+    pub device_code: DeviceCode,
+    /// Components it needs at build time under the planned options.
+    pub deps: Vec<String>,
+    /// The variable the project reads first (`None`: no target selection).
+    pub target_variable: Option<String>,
+    /// The targets it is built for (`None`: no target selection).
+    pub targets: Option<Vec<String>>,
+    /// Requested targets it is not built for, and what that costs.
+    pub excluded: Vec<Exclusion>,
+    /// Targets the plan adds beyond the request, and why.
+    pub added: Vec<Addition>,
+    /// Which planned targets get which kind of device code.
+    pub kernel_families: Vec<FamilyCoverage>,
+    /// The exact settings to pass (CMake cache entries), in emission order.
+    pub settings: Vec<Setting>,
+    /// Processors whose device code `plan verify` expects in the installed files.
+    pub expect_device_code: Vec<String>,
+    /// Knowledge-base confidence of the target facts ("approximate", "unconfirmed", ...).
+    pub confidence: Option<String>,
+    pub sources: Vec<String>,
+}
+
+impl ComponentPlan {
+    /// The planned value of a setting.
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.settings
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.as_str())
+    }
+
+    pub fn is_built(&self) -> bool {
+        self.status == Status::Build
+    }
+}
+
+/// A requested target a component is not built for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exclusion {
+    pub target: String,
+    pub reason: String,
+    /// What a user of that GPU loses.
+    pub loses: String,
+    pub sources: Vec<String>,
+}
+
+/// A target added beyond the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Addition {
+    pub target: String,
+    pub reason: String,
+}
+
+/// A kernel family and the planned targets that get it or not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilyCoverage {
+    pub family: String,
+    /// Planned targets that get it.
+    pub targets: Vec<String>,
+    /// Planned targets that do not.
+    pub without: Vec<String>,
+    /// What enables it.
+    pub requires: Option<String>,
+    /// `false` when an option turns it off (DL_KERNELS).
+    pub enabled: bool,
+}
+
+/// The type of a CMake cache entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SettingKind {
+    Bool,
+    String,
+}
+
+/// One CMake cache entry to pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+    pub kind: SettingKind,
+    /// Why this value.
+    pub why: String,
+}
+
+/// Open or dealt with by the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FindingStatus {
+    /// Still true of the plan.
+    Open,
+    /// The plan applied a remedy.
+    Resolved,
+}
+
+/// A pitfall that fired, or a planner finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The pitfall id (pitfalls.toml) or a planner code.
+    pub id: String,
+    pub severity: Severity,
+    pub component: String,
+    pub effect: String,
+    pub message: String,
+    pub status: FindingStatus,
+    /// What the plan did about it.
+    pub resolution: Option<String>,
+    /// Remedies the knowledge base lists, as text.
+    pub remedies: Vec<String>,
+    pub sources: Vec<String>,
+    pub confidence: Option<String>,
+}
+
+/// Counts over the plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub components: usize,
+    pub built: usize,
+    pub skipped: usize,
+    /// Open errors: the plan cannot be built as asked.
+    pub errors: usize,
+    pub warnings: usize,
+    pub resolved: usize,
+}

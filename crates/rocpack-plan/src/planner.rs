@@ -1,0 +1,1181 @@
+//! The planner: from requested targets and components to per-component targets, settings and
+//! findings, with the consequences carried along the dependency graph.
+//!
+//! Every component is built for the requested targets it supports (after dropping what the
+//! release's compiler or runtime cannot use). Then, until nothing changes, the pitfalls of the
+//! knowledge base are evaluated against the plan, and for each one that holds the first remedy
+//! that applies is taken; a component that is not built turns its consumers' optional
+//! dependency off, or is not built either. What the user asked for explicitly (`--components`,
+//! `--set`) is never undone by a remedy: such a conflict stays an open error.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rocpack_amdgpu::target::TargetId;
+
+use crate::kb::{
+    DeviceCode, Knowledge, Pitfall, Predicate, Release, ReleaseComponent, Remedy, Severity,
+    Supported, TargetSet,
+};
+use crate::model::{
+    Addition, ComponentPlan, Exclusion, FamilyCoverage, FamilyExpansion, Finding, FindingStatus,
+    OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, Status, Summary, Tool,
+};
+
+/// A request the knowledge base cannot plan.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("no knowledge of ROCm {0} (known: {1})")]
+    UnknownRelease(String, String),
+    #[error("{0}")]
+    BadTarget(String),
+    #[error("unknown family {name:?} for ROCm {release} (known: {known})")]
+    UnknownFamily {
+        name: String,
+        release: String,
+        known: String,
+    },
+    #[error("unknown component {0:?} (see `rocpack plan --list-components`)")]
+    UnknownComponent(String),
+    #[error("{component} is not part of ROCm {release}")]
+    ComponentNotInRelease { component: String, release: String },
+    #[error("nothing to plan: give --gpu or --family")]
+    NoTargets,
+    #[error("--set {0:?}: expected COMPONENT:OPTION=VALUE")]
+    BadSet(String),
+}
+
+/// Parses `--set COMPONENT:OPTION=VALUE`, matching the component name like `--components`.
+///
+/// # Errors
+/// A malformed argument or an unknown component.
+pub fn parse_set(kb: &Knowledge, arg: &str) -> Result<OptionOverride, PlanError> {
+    let (component, rest) = arg
+        .split_once(':')
+        .ok_or_else(|| PlanError::BadSet(arg.to_owned()))?;
+    let (option, value) = rest
+        .split_once('=')
+        .ok_or_else(|| PlanError::BadSet(arg.to_owned()))?;
+    if option.trim().is_empty() {
+        return Err(PlanError::BadSet(arg.to_owned()));
+    }
+    let component = kb
+        .component_named(component)
+        .ok_or_else(|| PlanError::UnknownComponent(component.to_owned()))?;
+    Ok(OptionOverride {
+        component: component.to_owned(),
+        option: option.trim().to_owned(),
+        value: value.trim().to_owned(),
+    })
+}
+
+/// The processor part of a target ID.
+fn processor(target: &str) -> &str {
+    target.split(':').next().unwrap_or(target)
+}
+
+/// The families a release accepts: TheRock's (its snapshot) and Debian's lists.
+pub fn families(kb: &Knowledge, release: &str) -> Vec<FamilyExpansion> {
+    let mut out = Vec::new();
+    if let Some(rel) = kb.releases.get(release) {
+        if let Some(snap) = kb.snapshot(&rel.release.therock_snapshot) {
+            for (name, targets) in &snap.families {
+                out.push(FamilyExpansion {
+                    family: name.clone(),
+                    targets: targets.clone(),
+                    defined_by: format!("TheRock ({})", snap.id),
+                });
+            }
+        }
+    }
+    for r in kb.releases.values() {
+        let Some(d) = &r.debian else { continue };
+        let lists = std::iter::once((&d.suite, &d.targets)).chain(d.other_lists.iter());
+        for (suite, targets) in lists {
+            out.push(FamilyExpansion {
+                family: format!("debian-{suite}"),
+                targets: targets.clone(),
+                defined_by: format!("Debian pkg-rocm-tools build-targets/{suite}"),
+            });
+        }
+    }
+    out
+}
+
+/// Checks one requested target ID against the catalogue.
+fn requested_target(id: &str) -> Result<String, PlanError> {
+    let t = TargetId::parse(id.trim()).map_err(|e| PlanError::BadTarget(e.to_string()))?;
+    let Some(gpu) = rocpack_amdgpu::catalogue::find(&t.processor) else {
+        return Err(PlanError::BadTarget(format!(
+            "{id:?} is not a GPU target rocpack knows (see `rocpack gpus`)"
+        )));
+    };
+    // An alias (e.g. "tahiti") becomes the LLVM processor name.
+    let t = TargetId {
+        processor: gpu.name.clone(),
+        ..t
+    };
+    t.validate()
+        .map_err(|e| PlanError::BadTarget(e.to_string()))?;
+    Ok(t.to_string())
+}
+
+/// Why a component is not built.
+#[derive(Debug, Clone)]
+struct Skip {
+    reason: String,
+}
+
+/// The mutable state the pitfall loop works on.
+#[derive(Debug, Default, Clone)]
+struct State {
+    /// (component, option) → (value, why, from the user).
+    options: BTreeMap<(String, String), (String, String, bool)>,
+    skipped: BTreeMap<String, Skip>,
+    /// component → extra variables to pass with the planned list.
+    variables: BTreeMap<String, Vec<(String, String)>>,
+    /// component → targets added, with why.
+    added: BTreeMap<String, Vec<Addition>>,
+    /// (pitfall id, component) → what was done.
+    resolved: BTreeMap<(String, String), String>,
+}
+
+/// Inputs fixed for one plan.
+struct Context<'a> {
+    kb: &'a Knowledge,
+    rel: &'a Release,
+    tool: Tool,
+    /// Requested targets (canonical target IDs).
+    targets: Vec<String>,
+    /// Components named with `--components` (protected from skip remedies).
+    explicit: BTreeSet<String>,
+    /// All components of the release in scope (`--components` closure or all).
+    all: bool,
+}
+
+impl Context<'_> {
+    fn component(&self, name: &str) -> Option<&ReleaseComponent> {
+        self.rel.components.get(name)
+    }
+
+    fn option(&self, st: &State, component: &str, option: &str) -> String {
+        if let Some((v, _, _)) = st.options.get(&(component.to_owned(), option.to_owned())) {
+            return v.clone();
+        }
+        self.component(component)
+            .and_then(|c| c.option_default(option))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// The components of the plan in build order: the request and its dependencies under the
+    /// current options.
+    fn closure(&self, st: &State) -> Vec<String> {
+        let mut want: BTreeSet<String> = if self.all {
+            self.rel.release.build_order.iter().cloned().collect()
+        } else {
+            self.explicit.clone()
+        };
+        let mut stack: Vec<String> = want.iter().cloned().collect();
+        while let Some(c) = stack.pop() {
+            let Some(rc) = self.component(&c) else {
+                continue;
+            };
+            for d in self.deps(st, &c, rc) {
+                if want.insert(d.clone()) {
+                    stack.push(d);
+                }
+            }
+        }
+        self.rel
+            .release
+            .build_order
+            .iter()
+            .filter(|c| want.contains(*c))
+            .cloned()
+            .collect()
+    }
+
+    /// Build dependencies under the current options.
+    fn deps(&self, st: &State, name: &str, rc: &ReleaseComponent) -> Vec<String> {
+        let mut deps = rc.deps.clone();
+        for od in &rc.optional_deps {
+            if self.option(st, name, &od.option) == "ON" && !deps.contains(&od.name) {
+                deps.push(od.name.clone());
+            }
+        }
+        deps
+    }
+
+    /// Requested targets this component is built for, and the ones it is not, with why.
+    fn targets_of(&self, st: &State, name: &str) -> (Vec<String>, Vec<Exclusion>) {
+        let Some(t) = self.component(name).and_then(|c| c.targets.as_ref()) else {
+            return (Vec::new(), Vec::new());
+        };
+        let compiler = &self.rel.release.compiler;
+        let snap = self.kb.snapshot(&self.rel.release.therock_snapshot);
+        let therock_excluded = snap
+            .filter(|_| self.tool == Tool::Therock)
+            .and_then(|s| s.exclude.get(self.kb.therock_name(name)));
+        let mut planned: Vec<String> = Vec::new();
+        let mut excluded = Vec::new();
+        for target in &self.targets {
+            let proc_ = processor(target);
+            let generic = proc_.ends_with("-generic");
+            let (reason, sources) = if compiler.absent_targets.iter().any(|a| a == proc_) {
+                (
+                    format!(
+                        "the ROCm {} compiler does not know {proc_}; rocm_check_target_ids would drop it without an error",
+                        self.rel.release.version
+                    ),
+                    compiler.sources.clone(),
+                )
+            } else if generic && !self.rel.release.hip_generic_fallback {
+                (
+                    format!(
+                        "the ROCm {} HIP runtime cannot load generic code objects (first in 6.4); list the processors instead",
+                        self.rel.release.version
+                    ),
+                    self.rel.release.sources.clone(),
+                )
+            } else if let Supported::List(list) = t.supported() {
+                if list.iter().any(|s| processor(s) == proc_) {
+                    (String::new(), Vec::new())
+                } else {
+                    let how = t
+                        .supported_confidence
+                        .as_deref()
+                        .map(|c| format!(" ({c})"))
+                        .unwrap_or_default();
+                    (
+                        format!(
+                            "not among the targets {name} supports in ROCm {}{how}",
+                            self.rel.release.version
+                        ),
+                        t.sources.clone(),
+                    )
+                }
+            } else {
+                (String::new(), Vec::new())
+            };
+            let (reason, sources) = match (reason.is_empty(), therock_excluded) {
+                (true, Some(ex)) if ex.iter().any(|e| e == proc_) => (
+                    format!(
+                        "TheRock excludes {proc_} from {} (EXCLUDE_TARGET_PROJECTS, snapshot {})",
+                        self.kb.therock_name(name),
+                        self.rel.release.therock_snapshot
+                    ),
+                    snap.map(|s| s.sources.clone()).unwrap_or_default(),
+                ),
+                _ => (reason, sources),
+            };
+            if reason.is_empty() {
+                let t_id = if t.features.as_deref() == Some("stripped") {
+                    proc_.to_owned()
+                } else {
+                    target.clone()
+                };
+                if !planned.contains(&t_id) {
+                    planned.push(t_id);
+                }
+            } else {
+                excluded.push(Exclusion {
+                    loses: self.loses(name, target),
+                    target: target.clone(),
+                    reason,
+                    sources,
+                });
+            }
+        }
+        for a in st.added.get(name).into_iter().flatten() {
+            if !planned.contains(&a.target) {
+                planned.push(a.target.clone());
+            }
+        }
+        (planned, excluded)
+    }
+
+    /// What a user of `target` loses when `name` is built without it.
+    fn loses(&self, name: &str, target: &str) -> String {
+        let info = self.kb.components.get(name);
+        let affects_tests = self
+            .component(name)
+            .and_then(|c| c.targets.as_ref())
+            .and_then(|t| t.affects.as_deref())
+            == Some("tests-and-samples");
+        match info.map(|i| i.device_code) {
+            _ if affects_tests => format!(
+                "only {name}'s own tests and samples lack {target}; its installed headers are compiled by each consumer for the consumer's targets"
+            ),
+            Some(DeviceCode::Compiled) => {
+                let users: Vec<&str> = self
+                    .rel
+                    .release
+                    .build_order
+                    .iter()
+                    .filter(|c| {
+                        self.component(c).is_some_and(|rc| {
+                            rc.deps.iter().any(|d| d == name)
+                                || rc.optional_deps.iter().any(|d| d.name == name)
+                        })
+                    })
+                    .map(String::as_str)
+                    .collect();
+                let mut s = format!(
+                    "{name} has no device code for {target}: its functions fail there (hipErrorNoBinaryForGpu or 'invalid device function')"
+                );
+                if !users.is_empty() {
+                    s.push_str(&format!(
+                        ", and so do the parts of {} that call it",
+                        users.join(", ")
+                    ));
+                }
+                s
+            }
+            Some(DeviceCode::Runtime) => format!(
+                "{name}'s ahead-of-time kernels for {target} (run-time compiled kernels still work)"
+            ),
+            _ => format!("{name}'s support for {target}"),
+        }
+    }
+
+    /// The variables the plan passes the target list in, with why.
+    fn target_variables(&self, st: &State, name: &str) -> Vec<(String, String)> {
+        let Some(t) = self.component(name).and_then(|c| c.targets.as_ref()) else {
+            return Vec::new();
+        };
+        let v = &self.rel.release.version;
+        let mut vars = vec![(
+            t.variable.clone(),
+            match &t.variable_confidence {
+                Some(c) => format!("the target variable {name} reads first in ROCm {v} ({c})"),
+                None => format!("the target variable {name} reads first in ROCm {v}"),
+            },
+        )];
+        for a in &t.also {
+            vars.push((
+                a.clone(),
+                format!("{name} also reads it; set to the same list"),
+            ));
+        }
+        for common in ["GPU_TARGETS", "AMDGPU_TARGETS"] {
+            if !vars.iter().any(|(n, _)| n == common) {
+                vars.push((
+                    common.to_owned(),
+                    "hip-config turns it into --offload-arch; the same list everywhere, as TheRock passes it".to_owned(),
+                ));
+            }
+        }
+        for (n, why) in st.variables.get(name).into_iter().flatten() {
+            if !vars.iter().any(|(x, _)| x == n) {
+                vars.push((n.clone(), why.clone()));
+            }
+        }
+        vars
+    }
+
+    fn is_built(&self, st: &State, plan: &[String], name: &str) -> bool {
+        plan.iter().any(|c| c == name) && !st.skipped.contains_key(name)
+    }
+
+    /// Whether a pitfall's condition holds for `this`.
+    fn holds(&self, st: &State, plan: &[String], p: &Predicate, this: &str) -> bool {
+        let requested = || self.targets.iter().map(|t| processor(t));
+        match p {
+            Predicate::All(l) => l.iter().all(|q| self.holds(st, plan, q, this)),
+            Predicate::Any(l) => l.iter().any(|q| self.holds(st, plan, q, this)),
+            Predicate::Not(q) => !self.holds(st, plan, q, this),
+            Predicate::Option {
+                component,
+                name,
+                is,
+            } => self.option(st, component.resolve(this), name) == *is,
+            Predicate::VariableSet { component, name } => {
+                let c = component.resolve(this);
+                self.target_variables(st, c).iter().any(|(n, _)| n == name)
+                    && !self.targets_of(st, c).0.is_empty()
+            }
+            Predicate::VariableEmpty { component, name } => {
+                let c = component.resolve(this);
+                self.target_variables(st, c).iter().any(|(n, _)| n == name)
+                    && self.targets_of(st, c).0.is_empty()
+            }
+            Predicate::RequestedAnyOf(l) => requested().any(|t| l.iter().any(|x| x == t)),
+            Predicate::RequestedNoneOf(l) => !requested().any(|t| l.iter().any(|x| x == t)),
+            Predicate::RequestedAnyOutside(l) => requested().any(|t| !l.iter().any(|x| x == t)),
+            Predicate::RequestedAnyOutsideSupported(c) => {
+                let c = c.resolve(this);
+                match self
+                    .component(c)
+                    .and_then(|rc| rc.targets.as_ref())
+                    .map(|t| t.supported())
+                {
+                    Some(Supported::List(list)) => {
+                        requested().any(|t| !list.iter().any(|s| processor(s) == t))
+                    }
+                    _ => false,
+                }
+            }
+            Predicate::EffectiveEmpty(c) => {
+                let c = c.resolve(this);
+                // requested ∩ supported, before anything the plan adds.
+                let mut st0 = st.clone();
+                st0.added.remove(c);
+                self.component(c)
+                    .and_then(|rc| rc.targets.as_ref())
+                    .is_some()
+                    && self.targets_of(&st0, c).0.is_empty()
+            }
+            Predicate::RequestedUnknownToCompiler => requested().any(|t| {
+                self.rel
+                    .release
+                    .compiler
+                    .absent_targets
+                    .iter()
+                    .any(|a| a == t)
+            }),
+            Predicate::ComponentPlanned(c) => self.is_built(st, plan, c),
+            Predicate::Emitter(e) => e == self.tool.as_str(),
+        }
+    }
+
+    /// Takes the first remedy that applies and changes something; `None` when none does.
+    fn remedy(
+        &self,
+        st: &mut State,
+        plan: &[String],
+        pitfall: &Pitfall,
+        this: &str,
+    ) -> Option<String> {
+        for r in &pitfall.remedies {
+            let Some(c) = r.component(this) else { continue };
+            if !self.is_built(st, plan, c) {
+                continue;
+            }
+            let user_set = |st: &State, o: &str| {
+                st.options
+                    .get(&(c.to_owned(), o.to_owned()))
+                    .is_some_and(|(_, _, user)| *user)
+            };
+            let declared = |o: &str| {
+                self.component(c)
+                    .and_then(|rc| rc.option_default(o))
+                    .is_some()
+            };
+            let why = format!("{} ({})", pitfall.id, pitfall.message_head());
+            match r {
+                Remedy::SetOption { option, value, .. } => {
+                    if user_set(st, option)
+                        || !declared(option)
+                        || self.option(st, c, option) == *value
+                    {
+                        continue;
+                    }
+                    st.options
+                        .insert((c.to_owned(), option.clone()), (value.clone(), why, false));
+                    return Some(format!("{c}: {option}={value}"));
+                }
+                Remedy::UnsetOption { option, .. } => {
+                    if user_set(st, option)
+                        || !declared(option)
+                        || self.option(st, c, option) == "OFF"
+                    {
+                        continue;
+                    }
+                    st.options.insert(
+                        (c.to_owned(), option.clone()),
+                        ("OFF".to_owned(), why, false),
+                    );
+                    return Some(format!("{c}: {option}=OFF"));
+                }
+                Remedy::SetVariable {
+                    variable, value, ..
+                } => {
+                    let reads = self
+                        .target_variables(st, c)
+                        .iter()
+                        .any(|(n, _)| n == variable);
+                    if reads || !declared(variable) || value != "planned" {
+                        continue;
+                    }
+                    st.variables
+                        .entry(c.to_owned())
+                        .or_default()
+                        .push((variable.clone(), why));
+                    return Some(format!("{c}: {variable} set to the planned list"));
+                }
+                Remedy::DropUnsupportedTargets { .. } => {
+                    let (planned, excluded) = self.targets_of(st, c);
+                    if excluded.is_empty() {
+                        continue;
+                    }
+                    let kept = if planned.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        planned.join(" ")
+                    };
+                    let dropped: Vec<&str> = excluded.iter().map(|e| e.target.as_str()).collect();
+                    return Some(format!("{c} is passed {kept}; not {}", dropped.join(" ")));
+                }
+                Remedy::SkipComponent { .. } => {
+                    if self.explicit.contains(c) {
+                        continue;
+                    }
+                    st.skipped.insert(c.to_owned(), Skip { reason: why });
+                    return Some(format!("{c} is not built"));
+                }
+                Remedy::AddTarget { target, .. } => {
+                    if st
+                        .added
+                        .get(c)
+                        .is_some_and(|a| a.iter().any(|x| &x.target == target))
+                    {
+                        continue;
+                    }
+                    st.added.entry(c.to_owned()).or_default().push(Addition {
+                        target: target.clone(),
+                        reason: why,
+                    });
+                    return Some(format!("{c} is also built for {target}"));
+                }
+                Remedy::Note { .. } => {}
+            }
+        }
+        None
+    }
+}
+
+impl Pitfall {
+    /// The first sentence of the message, for `why` fields.
+    fn message_head(&self) -> &str {
+        let m = self.message.as_str();
+        m.find(". ").or_else(|| m.find(": ")).map_or(m, |i| &m[..i])
+    }
+}
+
+/// Plans `request` for ROCm `release` and `tool`.
+///
+/// # Errors
+/// An unknown release, target, family or component: nothing is planned then.
+pub fn plan(
+    kb: &Knowledge,
+    request: &Request,
+    release: &str,
+    tool: Tool,
+) -> Result<Plan, PlanError> {
+    let rel = kb.releases.get(release).ok_or_else(|| {
+        PlanError::UnknownRelease(
+            release.to_owned(),
+            kb.releases.keys().cloned().collect::<Vec<_>>().join(", "),
+        )
+    })?;
+
+    // Targets: --gpu then --family, in order, without duplicates.
+    let mut targets: Vec<String> = Vec::new();
+    let mut expansions = Vec::new();
+    for g in &request.gpus {
+        for one in g.split([',', ';']).filter(|s| !s.trim().is_empty()) {
+            let t = requested_target(one)?;
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+    }
+    let known = families(kb, release);
+    for f in &request.families {
+        let fam = if let Some(fam) = known.iter().find(|k| k.family.eq_ignore_ascii_case(f)) {
+            fam.clone()
+        } else if let Ok(t) = requested_target(f) {
+            // TheRock: every target is also a family of its own name.
+            FamilyExpansion {
+                family: f.clone(),
+                targets: vec![t],
+                defined_by: "the target itself".to_owned(),
+            }
+        } else {
+            return Err(PlanError::UnknownFamily {
+                name: f.clone(),
+                release: release.to_owned(),
+                known: known
+                    .iter()
+                    .map(|k| k.family.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        for t in &fam.targets {
+            let t = requested_target(t)?;
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+        expansions.push(fam);
+    }
+    if targets.is_empty() {
+        return Err(PlanError::NoTargets);
+    }
+
+    let mut explicit = BTreeSet::new();
+    if let Some(list) = &request.components {
+        for c in list {
+            let name = kb
+                .component_named(c)
+                .ok_or_else(|| PlanError::UnknownComponent(c.clone()))?;
+            if !rel.components.contains_key(name) {
+                return Err(PlanError::ComponentNotInRelease {
+                    component: name.to_owned(),
+                    release: release.to_owned(),
+                });
+            }
+            explicit.insert(name.to_owned());
+        }
+    }
+    let cx = Context {
+        kb,
+        rel,
+        tool,
+        targets,
+        explicit,
+        all: request.components.is_none(),
+    };
+
+    let mut st = State::default();
+    for o in &request.set {
+        st.options.insert(
+            (o.component.clone(), o.option.clone()),
+            (o.value.clone(), "--set".to_owned(), true),
+        );
+    }
+    if tool == Tool::Therock {
+        therock_rules(&cx, &mut st);
+    }
+
+    // Until nothing changes: skip what has nothing to build, carry skips to consumers, take the
+    // first applicable remedy of the first pitfall that holds. Each step changes the state
+    // monotonically (options only move away from defaults once, skips are never undone), so the
+    // bound is never reached on a consistent knowledge base.
+    let mut extra_findings: BTreeMap<(String, String), Finding> = BTreeMap::new();
+    for _ in 0..256 {
+        let comps = cx.closure(&st);
+        if let Some(()) = skip_empty(&cx, &mut st, &comps, &mut extra_findings) {
+            continue;
+        }
+        if let Some(()) = propagate_skips(&cx, &mut st, &comps, &mut extra_findings) {
+            continue;
+        }
+        let mut changed = false;
+        'pitfalls: for c in &comps {
+            if st.skipped.contains_key(c) {
+                continue;
+            }
+            for p in kb
+                .pitfalls
+                .iter()
+                .filter(|p| p.releases.iter().any(|r| r == release))
+            {
+                if !p.components.iter().any(|x| x == c) {
+                    continue;
+                }
+                let key = (p.id.clone(), c.clone());
+                if st.resolved.contains_key(&key) || !cx.holds(&st, &comps, &p.when, c) {
+                    continue;
+                }
+                if let Some(done) = cx.remedy(&mut st, &comps, p, c) {
+                    st.resolved.insert(key, done);
+                    changed = true;
+                    break 'pitfalls;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    Ok(assemble(&cx, &st, request, expansions, extra_findings))
+}
+
+/// TheRock's own rules for its sub-projects: the CK gate and the default list of a project that
+/// exclusion left empty.
+fn therock_rules(cx: &Context<'_>, st: &mut State) {
+    let Some(snap) = cx.kb.snapshot(&cx.rel.release.therock_snapshot) else {
+        return;
+    };
+    if let Some(gate) = &snap.ck_gate {
+        let outside: Vec<&str> = cx
+            .targets
+            .iter()
+            .map(|t| processor(t))
+            .filter(|t| !gate.supported.iter().any(|s| s == t))
+            .collect();
+        if !outside.is_empty() {
+            let why = format!(
+                "TheRock's CK gate ({}): {} outside its composable_kernel list",
+                snap.id,
+                outside.join(" ")
+            );
+            for c in &gate.disables {
+                st.skipped.insert(
+                    c.clone(),
+                    Skip {
+                        reason: why.clone(),
+                    },
+                );
+            }
+            for (option, value) in &gate.sets {
+                for (name, rc) in &cx.rel.components {
+                    if rc.option_default(option).is_some() {
+                        st.options.insert(
+                            (name.clone(), option.clone()),
+                            (value.clone(), why.clone(), false),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (project, defaults) in &snap.default_gpu_targets {
+        let name = cx.kb.component_named(project).unwrap_or(project);
+        if cx.targets_of(st, name).0.is_empty() && cx.component(name).is_some() {
+            for t in defaults {
+                st.added.entry(name.to_owned()).or_default().push(Addition {
+                    target: t.clone(),
+                    reason: format!(
+                        "TheRock builds {project} for its DEFAULT_GPU_TARGETS when exclusion empties its list (snapshot {})",
+                        snap.id
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// A component with compiled device code and no target left is not built (or, when it was
+/// asked for by name, is an open error). Returns `Some` when the state changed.
+fn skip_empty(
+    cx: &Context<'_>,
+    st: &mut State,
+    comps: &[String],
+    findings: &mut BTreeMap<(String, String), Finding>,
+) -> Option<()> {
+    for c in comps {
+        if st.skipped.contains_key(c)
+            || cx.kb.components.get(c).map(|i| i.device_code) != Some(DeviceCode::Compiled)
+        {
+            continue;
+        }
+        let Some(t) = cx.component(c).and_then(|rc| rc.targets.as_ref()) else {
+            continue;
+        };
+        let (planned, excluded) = cx.targets_of(st, c);
+        if !planned.is_empty() {
+            continue;
+        }
+        let supported = match t.supported() {
+            Supported::List(l) => l.join(" "),
+            Supported::Any => "any the compiler knows".to_owned(),
+        };
+        let asked: Vec<&str> = excluded.iter().map(|e| e.target.as_str()).collect();
+        let message = format!(
+            "{c} supports none of the requested targets ({}); it supports {supported}",
+            asked.join(" ")
+        );
+        let key = ("no-supported-target".to_owned(), c.clone());
+        if cx.explicit.contains(c) {
+            findings.entry(key).or_insert_with(|| Finding {
+                id: "no-supported-target".to_owned(),
+                severity: Severity::Error,
+                component: c.clone(),
+                effect: "configure-error".to_owned(),
+                message: format!(
+                    "{message}; it was asked for by name, so the plan cannot build it"
+                ),
+                status: FindingStatus::Open,
+                resolution: None,
+                remedies: vec![
+                    "request a target it supports, or leave it out of --components".to_owned(),
+                ],
+                sources: t.sources.clone(),
+                confidence: t.supported_confidence.clone(),
+            });
+            continue;
+        }
+        st.skipped.insert(
+            c.clone(),
+            Skip {
+                reason: message.clone(),
+            },
+        );
+        findings.insert(
+            key,
+            Finding {
+                id: "no-supported-target".to_owned(),
+                severity: Severity::Warning,
+                component: c.clone(),
+                effect: "component-disabled".to_owned(),
+                message,
+                status: FindingStatus::Resolved,
+                resolution: Some(format!("{c} is not built")),
+                remedies: Vec::new(),
+                sources: t.sources.clone(),
+                confidence: t.supported_confidence.clone(),
+            },
+        );
+        return Some(());
+    }
+    None
+}
+
+/// Consumers of a component that is not built: an optional dependency is turned off; a hard one
+/// means the consumer is not built either. Returns `Some` when the state changed.
+fn propagate_skips(
+    cx: &Context<'_>,
+    st: &mut State,
+    comps: &[String],
+    findings: &mut BTreeMap<(String, String), Finding>,
+) -> Option<()> {
+    for c in comps {
+        if st.skipped.contains_key(c) {
+            continue;
+        }
+        let Some(rc) = cx.component(c) else { continue };
+        for od in &rc.optional_deps {
+            let Some(skip) = st.skipped.get(&od.name) else {
+                continue;
+            };
+            if cx.option(st, c, &od.option) != "ON" {
+                continue;
+            }
+            let key = (c.clone(), od.option.clone());
+            if st.options.get(&key).is_some_and(|(_, _, user)| *user) {
+                findings
+                    .entry(("dependency-not-built".to_owned(), c.clone()))
+                    .or_insert_with(|| Finding {
+                        id: "dependency-not-built".to_owned(),
+                        severity: Severity::Error,
+                        component: c.clone(),
+                        effect: "configure-error".to_owned(),
+                        message: format!(
+                            "{c} is set to use {} ({}=ON by --set), which is not built: {}",
+                            od.name, od.option, skip.reason
+                        ),
+                        status: FindingStatus::Open,
+                        resolution: None,
+                        remedies: vec![format!("drop --set {c}:{}=ON", od.option)],
+                        sources: rc.sources.clone(),
+                        confidence: None,
+                    });
+                continue;
+            }
+            let why = format!("{} is not built: {}", od.name, skip.reason);
+            st.options
+                .insert(key, ("OFF".to_owned(), why.clone(), false));
+            findings.insert(
+                (
+                    "dependency-turned-off".to_owned(),
+                    format!("{c}/{}", od.option),
+                ),
+                Finding {
+                    id: "dependency-turned-off".to_owned(),
+                    severity: Severity::Info,
+                    component: c.clone(),
+                    effect: "component-disabled".to_owned(),
+                    message: format!(
+                        "{c} is configured without {} ({}=OFF): {why}",
+                        od.name, od.option
+                    ),
+                    status: FindingStatus::Resolved,
+                    resolution: Some(format!("{c}: {}=OFF", od.option)),
+                    remedies: Vec::new(),
+                    sources: rc.sources.clone(),
+                    confidence: rc.confidence.clone(),
+                },
+            );
+            return Some(());
+        }
+        for d in &rc.deps {
+            let Some(skip) = st.skipped.get(d) else {
+                continue;
+            };
+            let _ = skip;
+            let reason = format!("needs {d}, which is not built");
+            if cx.explicit.contains(c) {
+                findings
+                    .entry(("dependency-not-built".to_owned(), c.clone()))
+                    .or_insert_with(|| Finding {
+                        id: "dependency-not-built".to_owned(),
+                        severity: Severity::Error,
+                        component: c.clone(),
+                        effect: "configure-error".to_owned(),
+                        message: format!("{c} {reason}"),
+                        status: FindingStatus::Open,
+                        resolution: None,
+                        remedies: vec![format!("request a target {d} supports")],
+                        sources: rc.sources.clone(),
+                        confidence: None,
+                    });
+                continue;
+            }
+            st.skipped.insert(c.clone(), Skip { reason });
+            return Some(());
+        }
+    }
+    None
+}
+
+/// The plan from the final state.
+fn assemble(
+    cx: &Context<'_>,
+    st: &State,
+    request: &Request,
+    families: Vec<FamilyExpansion>,
+    extra: BTreeMap<(String, String), Finding>,
+) -> Plan {
+    let comps = cx.closure(st);
+    let mut out = Vec::new();
+    for name in &comps {
+        let Some(rc) = cx.component(name) else {
+            continue;
+        };
+        let info = cx.kb.components.get(name);
+        let device_code = info.map_or(DeviceCode::None, |i| i.device_code);
+        let built = !st.skipped.contains_key(name);
+        let why = if cx.explicit.contains(name) || cx.all {
+            "requested".to_owned()
+        } else {
+            let users: Vec<&str> = comps
+                .iter()
+                .filter(|c| {
+                    cx.component(c)
+                        .is_some_and(|x| cx.deps(st, c, x).contains(name))
+                })
+                .map(String::as_str)
+                .collect();
+            format!("needed by {}", users.join(", "))
+        };
+        let t = rc.targets.as_ref();
+        let (planned, excluded) = cx.targets_of(st, name);
+        let mut settings = Vec::new();
+        if built {
+            if t.is_some() {
+                for (var, why) in cx.target_variables(st, name) {
+                    settings.push(Setting {
+                        name: var,
+                        value: planned.join(";"),
+                        kind: SettingKind::String,
+                        why,
+                    });
+                }
+            }
+            let mut opts: Vec<(String, String, String)> = Vec::new();
+            for od in &rc.optional_deps {
+                let v = cx.option(st, name, &od.option);
+                let why = match st.options.get(&(name.clone(), od.option.clone())) {
+                    Some((_, why, _)) => why.clone(),
+                    None => format!("{} default: build with {}", od.default, od.name),
+                };
+                opts.push((od.option.clone(), v, why));
+            }
+            for ((c, o), (v, why, _)) in &st.options {
+                if c == name && !opts.iter().any(|(n, _, _)| n == o) {
+                    opts.push((o.clone(), v.clone(), why.clone()));
+                }
+            }
+            for (o, v, why) in opts {
+                let kind = if matches!(v.as_str(), "ON" | "OFF") {
+                    SettingKind::Bool
+                } else {
+                    SettingKind::String
+                };
+                settings.push(Setting {
+                    name: o,
+                    value: v,
+                    kind,
+                    why,
+                });
+            }
+        }
+        let kernel_families = rc
+            .kernel_families
+            .iter()
+            .map(|kf| {
+                let (with, without): (Vec<String>, Vec<String>) =
+                    planned.iter().cloned().partition(|p| match &kf.targets {
+                        TargetSet::Keyword(_) => true,
+                        TargetSet::List(l) => l.iter().any(|x| x == processor(p)),
+                    });
+                let enabled = kf.family != "dl" || cx.option(st, name, "DL_KERNELS") == "ON";
+                FamilyCoverage {
+                    family: kf.family.clone(),
+                    targets: if enabled { with.clone() } else { Vec::new() },
+                    without: if enabled { without } else { planned.clone() },
+                    requires: kf.requires.clone(),
+                    enabled,
+                }
+            })
+            .collect();
+        let expect_device_code = if !built {
+            Vec::new()
+        } else {
+            let follows = t.and_then(|t| t.follows.as_deref());
+            let processors = |list: &[String]| {
+                let mut v: Vec<String> = Vec::new();
+                for p in list.iter().map(|t| processor(t).to_owned()) {
+                    if !v.contains(&p) {
+                        v.push(p);
+                    }
+                }
+                v
+            };
+            match (device_code, follows) {
+                (DeviceCode::Compiled, _) if t.and_then(|t| t.affects.as_deref()).is_none() => {
+                    processors(&planned)
+                }
+                (DeviceCode::Runtime, Some(f)) => {
+                    let linked = rc
+                        .optional_deps
+                        .iter()
+                        .any(|d| d.name == f && cx.option(st, name, &d.option) == "ON");
+                    if linked && comps.contains(&f.to_owned()) && !st.skipped.contains_key(f) {
+                        processors(&cx.targets_of(st, f).0)
+                    } else {
+                        Vec::new()
+                    }
+                }
+                _ => Vec::new(),
+            }
+        };
+        let confidence = t.and_then(|t| {
+            t.supported_confidence
+                .clone()
+                .or_else(|| t.confidence.clone())
+                .or_else(|| t.variable_confidence.clone())
+        });
+        out.push(ComponentPlan {
+            name: name.clone(),
+            status: if built { Status::Build } else { Status::Skip },
+            why,
+            skip_reason: st.skipped.get(name).map(|s| s.reason.clone()),
+            device_code,
+            deps: cx.deps(st, name, rc),
+            target_variable: t.map(|t| t.variable.clone()),
+            targets: t.map(|_| planned.clone()),
+            excluded,
+            added: st.added.get(name).cloned().unwrap_or_default(),
+            kernel_families,
+            settings,
+            expect_device_code,
+            confidence,
+            sources: rc.sources.clone(),
+        });
+    }
+
+    // Findings: resolved pitfalls, pitfalls that still hold, planner findings; by build order.
+    let mut findings: Vec<Finding> = Vec::new();
+    let release = &cx.rel.release.version;
+    for p in cx
+        .kb
+        .pitfalls
+        .iter()
+        .filter(|p| p.releases.iter().any(|r| r == release))
+    {
+        for c in &p.components {
+            let key = (p.id.clone(), c.clone());
+            let in_plan = comps.contains(c);
+            let (status, resolution) = if let Some(done) = st.resolved.get(&key) {
+                (FindingStatus::Resolved, Some(done.clone()))
+            } else if in_plan && cx.holds(st, &comps, &p.when, c) {
+                match st.skipped.get(c) {
+                    Some(s) => (
+                        FindingStatus::Resolved,
+                        Some(format!("{c} is not built: {}", s.reason)),
+                    ),
+                    None => (FindingStatus::Open, None),
+                }
+            } else {
+                continue;
+            };
+            findings.push(Finding {
+                id: p.id.clone(),
+                severity: p.severity,
+                component: c.clone(),
+                effect: p.effect.clone(),
+                message: p.message.clone(),
+                status,
+                resolution,
+                remedies: p.remedies.iter().map(remedy_text).collect(),
+                sources: p.sources.clone(),
+                confidence: p.confidence.clone(),
+            });
+        }
+    }
+    // A component's own pitfall says more than the planner's generic "nothing to build".
+    let covered: BTreeSet<String> = findings.iter().map(|f| f.component.clone()).collect();
+    findings.extend(extra.into_values().filter(|f| {
+        !(f.id == "no-supported-target"
+            && f.status == FindingStatus::Resolved
+            && covered.contains(&f.component))
+    }));
+    let order = |c: &str| {
+        cx.rel
+            .release
+            .build_order
+            .iter()
+            .position(|x| x == c)
+            .unwrap_or(usize::MAX)
+    };
+    findings.sort_by_key(|f| order(&f.component));
+
+    let summary = Summary {
+        components: out.len(),
+        built: out.iter().filter(|c| c.is_built()).count(),
+        skipped: out.iter().filter(|c| !c.is_built()).count(),
+        errors: findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Open && f.severity == Severity::Error)
+            .count(),
+        warnings: findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Open && f.severity == Severity::Warning)
+            .count(),
+        resolved: findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Resolved)
+            .count(),
+    };
+    Plan {
+        schema: SCHEMA.to_owned(),
+        rocpack: env!("CARGO_PKG_VERSION").to_owned(),
+        release: release.clone(),
+        point_releases: cx.rel.release.point_releases.clone(),
+        tool: cx.tool,
+        request: request.clone(),
+        targets: cx.targets.clone(),
+        families,
+        components: out,
+        findings,
+        summary,
+    }
+}
+
+/// A remedy as one line of text.
+pub fn remedy_text(r: &Remedy) -> String {
+    match r {
+        Remedy::SetOption {
+            component,
+            option,
+            value,
+        } => format!("set {component}: {option}={value}"),
+        Remedy::UnsetOption { component, option } => format!("unset {component}: {option}"),
+        Remedy::SetVariable {
+            component,
+            variable,
+            value,
+        } => format!("set {component}: {variable}={value}"),
+        Remedy::DropUnsupportedTargets { component } => {
+            format!("pass {component} only the targets it supports")
+        }
+        Remedy::SkipComponent { component } => format!("do not build {component}"),
+        Remedy::AddTarget { component, target } => format!("also build {component} for {target}"),
+        Remedy::Note { text } => text.clone(),
+    }
+}
