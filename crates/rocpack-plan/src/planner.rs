@@ -866,7 +866,8 @@ fn propagate_skips(
                     });
                 continue;
             }
-            let why = format!("{} is not built: {}", od.name, skip.reason);
+            let _ = skip;
+            let why = format!("{} is not built", od.name);
             st.options
                 .insert(key, ("OFF".to_owned(), why.clone(), false));
             findings.insert(
@@ -880,7 +881,7 @@ fn propagate_skips(
                     component: c.clone(),
                     effect: "component-disabled".to_owned(),
                     message: format!(
-                        "{c} is configured without {} ({}=OFF): {why}",
+                        "{c} is configured without {} ({}=OFF) because {why}",
                         od.name, od.option
                     ),
                     status: FindingStatus::Resolved,
@@ -1108,12 +1109,37 @@ fn assemble(
             });
         }
     }
+    // An option the knowledge base does not declare is passed as given; say so, it may be a typo.
+    for o in &request.set {
+        let declared = cx
+            .component(&o.component)
+            .is_some_and(|rc| rc.option_default(&o.option).is_some())
+            || cx
+                .target_variables(st, &o.component)
+                .iter()
+                .any(|(n, _)| *n == o.option);
+        if !declared && comps.contains(&o.component) {
+            findings.push(Finding {
+                id: "unknown-option".to_owned(),
+                severity: Severity::Warning,
+                component: o.component.clone(),
+                effect: "variable-ignored".to_owned(),
+                message: format!(
+                    "--set {}:{}={}: the knowledge base declares no option {} for {} in ROCm {}; it is passed as given",
+                    o.component, o.option, o.value, o.option, o.component, release
+                ),
+                status: FindingStatus::Open,
+                resolution: None,
+                remedies: vec!["check the spelling against the project's CMakeLists.txt".to_owned()],
+                sources: Vec::new(),
+                confidence: None,
+            });
+        }
+    }
     // A component's own pitfall says more than the planner's generic "nothing to build".
     let covered: BTreeSet<String> = findings.iter().map(|f| f.component.clone()).collect();
     findings.extend(extra.into_values().filter(|f| {
-        !(f.id == "no-supported-target"
-            && f.status == FindingStatus::Resolved
-            && covered.contains(&f.component))
+        !(f.id == "no-supported-target" && covered.contains(&f.component))
     }));
     let order = |c: &str| {
         cx.rel
