@@ -521,6 +521,123 @@ for i, pf in enumerate(pitfalls.get("pitfall", [])):
             check_target(rw, rem["target"])
 
 # --------------------------------------------------------------------------------------------
+# emitters.toml (what Spack, Gentoo, nixpkgs and TheRock can express)
+
+emitters = load(DATA / "emitters.toml")
+KNOBS = {"spack": "variant", "gentoo": "flag", "nix": "argument", "therock": "variable"}
+OPTION_KEYS = {"option", "component", "fixed", "fixed_when", "releases", "sources", "confidence", "note"}
+
+
+def packaged(system: str, name: str) -> list[str]:
+    """Components whose packages.<system> list names `name`."""
+    return [c for c, info in COMPONENTS.items() if name in info.get("packages", {}).get(system, [])]
+
+
+def check_tool_options(where: str, tool: str, options, comps: list[str]) -> None:
+    if not isinstance(options, list):
+        err(where, "option must be an array of tables")
+        return
+    for i, o in enumerate(options):
+        ow = f"{where} option[{i}]"
+        check_sources(ow, o)
+        check_confidence(ow, o)
+        unknown = set(o) - OPTION_KEYS - {KNOBS[tool]}
+        if unknown:
+            err(ow, f"unknown fields {sorted(unknown)} (the knob of {tool} is `{KNOBS[tool]}`)")
+        name = o.get("option")
+        if not name:
+            err(ow, "no option")
+            continue
+        if KNOBS[tool] in o and "fixed" in o:
+            err(ow, f"both `{KNOBS[tool]}` and `fixed`")
+        if "fixed_when" in o:
+            if "fixed" not in o:
+                err(ow, "fixed_when without fixed")
+            check_targets(ow, o["fixed_when"])
+        rels = o.get("releases", list(RELEASES))
+        for r in rels:
+            if r not in RELEASES:
+                err(ow, f"unknown release {r!r}")
+        targets = [o["component"]] if tool == "therock" else comps
+        if tool == "therock":
+            check_component_ref(ow, o.get("component"))
+        if not any(name in option_names(r, c) for r in rels for c in targets):
+            err(ow, f"option {name!r} is not declared for {targets} in releases {rels}")
+
+
+sp = emitters.get("spack", {})
+check_sources("emitters.toml [spack]", sp)
+for t in sp.get("amdgpu_target_values", []):
+    check_target("emitters.toml [spack].amdgpu_target_values", t)
+for name, p in sp.get("package", {}).items():
+    w = f"emitters.toml [spack.package.{name}]"
+    check_sources(w, p)
+    check_confidence(w, p)
+    comps = packaged("spack", name)
+    if not comps:
+        err(w, "not a Spack package of any component (components.toml packages.spack)")
+    for t in p.get("amdgpu_target_values", []) + p.get("fixed_targets", []):
+        check_target(w, t)
+    for dep in p.get("propagates", []):
+        if not packaged("spack", dep):
+            err(w, f"propagates to {dep!r}, which is not a Spack package of any component")
+    check_tool_options(w, "spack", p.get("option", []), comps)
+
+ge = emitters.get("gentoo", {})
+check_sources("emitters.toml [gentoo]", ge)
+for rel, targets in ge.get("targets", {}).items():
+    w = f"emitters.toml [gentoo.targets].{rel}"
+    if rel not in RELEASES:
+        err(w, "unknown release")
+    check_targets(w, targets)
+    if any(":" in t for t in targets):
+        err(w, "Gentoo flags are processor names (no target features)")
+for atom, p in ge.get("package", {}).items():
+    w = f'emitters.toml [gentoo.package."{atom}"]'
+    check_sources(w, p)
+    check_confidence(w, p)
+    comps = packaged("gentoo", atom)
+    if not comps:
+        err(w, "not a Gentoo atom of any component (components.toml packages.gentoo)")
+    for rel, targets in p.get("targets", {}).items():
+        if rel not in RELEASES:
+            err(w, f"targets: unknown release {rel!r}")
+        check_targets(f"{w}.targets.{rel}", targets)
+    check_tool_options(w, "gentoo", p.get("option", []), comps)
+
+nx = emitters.get("nix", {})
+check_sources("emitters.toml [nix]", nx)
+for attr, p in nx.get("package", {}).items():
+    w = f"emitters.toml [nix.package.{attr}]"
+    check_sources(w, p)
+    check_confidence(w, p)
+    comps = packaged("nixpkgs", attr)
+    if not comps:
+        err(w, "not a nixpkgs attribute of any component (components.toml packages.nixpkgs)")
+    check_tool_options(w, "nix", p.get("option", []), comps)
+
+tr = emitters.get("therock", {})
+check_sources("emitters.toml [therock]", tr)
+check_confidence("emitters.toml [therock]", tr)
+features = tr.get("feature", {})
+seen_components: dict[str, str] = {}
+for name, f in features.items():
+    w = f"emitters.toml [therock.feature.{name}]"
+    check_sources(w, f)
+    check_confidence(w, f)
+    if not re.fullmatch(r"[A-Z0-9_]+", name):
+        err(w, "feature names are THEROCK_ENABLE_<NAME> suffixes (upper case)")
+    for c in f.get("components", []):
+        check_component_ref(w, c)
+        if c in seen_components:
+            err(w, f"{c} is also built by feature {seen_components[c]}")
+        seen_components[c] = name
+    for r in f.get("requires", []):
+        if r not in features:
+            err(w, f"requires unknown feature {r!r}")
+check_tool_options("emitters.toml [therock]", "therock", tr.get("option", []), [])
+
+# --------------------------------------------------------------------------------------------
 
 for key in sorted(set(sources) - cited):
     warnings.append(f"sources.toml [{key}] is never cited")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages rocpack's tests and fixture script need on a fresh Debian machine:
 # the LLVM 19 tools (fixtures and oracles), dpkg-deb/xz/zstd/tar/python3 (packages built by the
-# package tests), chromium (the HTML report is opened headless and screenshotted), and gcc/g++/ar
-# (the verify tests build their own shared libraries).
+# package tests), chromium (the HTML report is opened headless and screenshotted), gcc/g++/ar
+# (the verify tests build their own shared libraries), and cmake, nix-instantiate and PyYAML (the
+# plan emitter tests load what they emit with the real tools).
 # Idempotent: does nothing (and needs no network) when everything is already present.
 set -euo pipefail
 
@@ -10,13 +11,15 @@ need=()
 for pair in clang++-19:clang-19 clang-offload-bundler-19:clang-tools-19 llvm-readelf-19:llvm-19 \
             llvm-ar-19:llvm-19 llvm-objcopy-19:llvm-19 lld-19:lld-19 zstd:zstd \
             dpkg-deb:dpkg perl:perl xz:xz-utils tar:tar python3:python3 chromium:chromium \
-            gcc:gcc g++:g++ ar:binutils ldd:libc-bin; do
+            gcc:gcc g++:g++ ar:binutils ldd:libc-bin cmake:cmake nix-instantiate:nix-bin; do
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
 # Perl modules used by roc-obj-ls in the benchmark.
 perl -MFile::Which -e1 2>/dev/null || need+=(libfile-which-perl)
 perl -MURI::Escape -e1 2>/dev/null || need+=(liburi-perl)
+# Python module used by the plan emitter tests to parse spack.yaml.
+python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -1,16 +1,24 @@
 //! The knowledge base: the TOML files of `data/`, embedded in the binary and read into typed
 //! tables. `docs/plan-knowledge.md` describes every field; `scripts/check-knowledge.py` holds the
 //! files to their rules (sources cited, build order consistent, targets in the catalogue).
-//! [`Knowledge::load`] checks again what the planner relies on, so a broken edit is an error,
-//! never a panic or a silently wrong plan.
+//! [`Knowledge::from_files`] checks again what the planner relies on, so a broken edit is an
+//! error, never a panic or a silently wrong plan.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+mod emitters;
+
+pub use emitters::{
+    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, SpackInfo, SpackPackage,
+    TheRockFeature, TheRockInfo, ToolOption, find_option,
+};
+
 /// The embedded data files, by name.
 const FILES: &[(&str, &str)] = &[
     ("components.toml", include_str!("../data/components.toml")),
+    ("emitters.toml", include_str!("../data/emitters.toml")),
     ("families.toml", include_str!("../data/families.toml")),
     ("pitfalls.toml", include_str!("../data/pitfalls.toml")),
     ("sources.toml", include_str!("../data/sources.toml")),
@@ -791,6 +799,8 @@ pub struct Knowledge {
     pub therock_other_projects: Vec<String>,
     pub special_targets: BTreeMap<String, SpecialTarget>,
     pub pitfalls: Vec<Pitfall>,
+    /// What each build tool can express (`emitters.toml`).
+    pub emitters: EmitterKnowledge,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KbError> {
@@ -825,6 +835,7 @@ impl Knowledge {
         let comps: ComponentsFile = parse("components.toml", get("components.toml")?)?;
         let fams: FamiliesFile = parse("families.toml", get("families.toml")?)?;
         let pits: PitfallsFile = parse("pitfalls.toml", get("pitfalls.toml")?)?;
+        let emitters: EmitterKnowledge = parse("emitters.toml", get("emitters.toml")?)?;
         let mut releases = BTreeMap::new();
         for (name, text) in files {
             let Some(version) = name
@@ -870,6 +881,7 @@ impl Knowledge {
             therock_other_projects: fams.other_projects,
             special_targets: fams.special_targets,
             pitfalls,
+            emitters,
         };
         kb.check()?;
         Ok(kb)
@@ -976,6 +988,23 @@ impl Knowledge {
                         format!("pitfall {}: unknown release {r:?}", p.id),
                     ));
                 }
+            }
+        }
+        for (at, keys) in self.emitters.source_lists() {
+            source("emitters.toml", &at, keys)?;
+        }
+        let therock = &self.emitters.therock;
+        let named = therock
+            .feature
+            .values()
+            .flat_map(|f| f.components.iter())
+            .chain(therock.option.iter().filter_map(|o| o.component.as_ref()));
+        for c in named {
+            if !self.components.contains_key(c) {
+                return Err(kb_error(
+                    "emitters.toml",
+                    format!("[therock]: unknown component {c:?}"),
+                ));
             }
         }
         Ok(())

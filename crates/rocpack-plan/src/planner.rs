@@ -1138,9 +1138,11 @@ fn assemble(
     }
     // A component's own pitfall says more than the planner's generic "nothing to build".
     let covered: BTreeSet<String> = findings.iter().map(|f| f.component.clone()).collect();
-    findings.extend(extra.into_values().filter(|f| {
-        !(f.id == "no-supported-target" && covered.contains(&f.component))
-    }));
+    findings.extend(
+        extra
+            .into_values()
+            .filter(|f| !(f.id == "no-supported-target" && covered.contains(&f.component))),
+    );
     let order = |c: &str| {
         cx.rel
             .release

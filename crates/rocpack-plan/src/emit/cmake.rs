@@ -1,0 +1,65 @@
+//! Plain CMake: per component, the `-D` arguments to configure it with, and an initial-cache
+//! script (`cmake -C <Component>.cmake`) carrying the same entries with their reasons.
+
+use std::fmt::Write as _;
+
+use super::{
+    Emission, Format, cmake_cache_set, cmake_define, header_comments, one_line, push_comments,
+    skip_reason,
+};
+use crate::model::{ComponentPlan, Plan};
+
+pub(super) fn emit(plan: &Plan) -> Emission {
+    let mut stdout = header_comments(plan, Format::Cmake);
+    let mut files = Vec::new();
+    for c in &plan.components {
+        if !c.is_built() {
+            push_comments(
+                &mut stdout,
+                "",
+                &[format!("{}: not built: {}", c.name, skip_reason(c))],
+            );
+            continue;
+        }
+        if c.settings.is_empty() {
+            continue;
+        }
+        let _ = writeln!(stdout, "# {}", one_line(&c.name));
+        let args: Vec<String> = c
+            .settings
+            .iter()
+            .map(|s| cmake_define(&s.name, s.kind, &s.value))
+            .collect();
+        let _ = writeln!(stdout, "{}", args.join(" "));
+        files.push((format!("{}.cmake", c.name), cache_script(plan, c)));
+    }
+    Emission { stdout, files }
+}
+
+/// The initial cache of one component.
+fn cache_script(plan: &Plan, c: &ComponentPlan) -> String {
+    let mut out = header_comments(plan, Format::Cmake);
+    let mut about = vec![format!(
+        "{}: load with `cmake -C {}.cmake` when configuring it",
+        c.name, c.name
+    )];
+    if let Some(t) = &c.targets {
+        about.push(if t.is_empty() {
+            "Built for: no target".to_owned()
+        } else {
+            format!("Built for: {}", t.join(" "))
+        });
+    }
+    for e in &c.excluded {
+        about.push(format!("Not for {}: {}", e.target, e.reason));
+    }
+    push_comments(&mut out, "", &about);
+    for s in &c.settings {
+        let _ = writeln!(
+            out,
+            "{}",
+            cmake_cache_set(&s.name, &s.value, s.kind, &s.why)
+        );
+    }
+    out
+}

@@ -1,0 +1,413 @@
+//! Emitters: a [`Plan`] written for a build tool.
+//!
+//! | format | stdout | files (`-o DIR`) |
+//! |---|---|---|
+//! | `cmake` | per component, one line of `-DNAME:TYPE=VALUE` arguments | `<Component>.cmake`, initial caches for `cmake -C` |
+//! | `spack` | `spack.yaml`: an environment | `spack.yaml` |
+//! | `gentoo` | `make.conf` fragment and `package.use` lines | `make.conf`, `package.use/rocm` |
+//! | `nix` | an overlay overriding `rocmPackages` | `rocm-overlay.nix` |
+//! | `therock` | CMake arguments for TheRock | `therock.cmake`, an initial cache |
+//!
+//! What a tool can express besides CMake settings (variants, USE flags, derivation arguments,
+//! THEROCK_* switches) is knowledge-base data (`data/emitters.toml`). Whatever a tool cannot
+//! express is written as a comment, never dropped silently: a skipped component, an option
+//! without a knob, a target the tool has no value for. Output depends only on the plan and the
+//! knowledge base, so it is stable for snapshot tests.
+//!
+//! ```
+//! use rocpack_plan::{Knowledge, Request, Tool, emit::{Format, emit}};
+//! let kb = Knowledge::embedded().map_err(|e| e.to_string())?;
+//! let request = Request { gpus: vec!["gfx1030".into()], ..Default::default() };
+//! let plan = rocpack_plan::plan(kb, &request, "6.4", Tool::Cmake)?;
+//! let out = emit(kb, &plan, Format::Cmake);
+//! assert!(out.stdout.contains("-DAMDGPU_TARGETS:STRING=gfx1030"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod cmake;
+mod gentoo;
+mod nix;
+mod spack;
+mod therock;
+
+use std::fmt::Write as _;
+
+use crate::kb::Knowledge;
+use crate::model::{ComponentPlan, FindingStatus, Plan, Setting, SettingKind, Tool};
+
+/// An output format of `rocpack plan --emit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Cmake,
+    Spack,
+    Gentoo,
+    Nix,
+    Therock,
+}
+
+impl Format {
+    /// Every format, in the order of the table above.
+    pub const ALL: [Format; 5] = [
+        Format::Cmake,
+        Format::Spack,
+        Format::Gentoo,
+        Format::Nix,
+        Format::Therock,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        self.tool().as_str()
+    }
+
+    pub fn parse(s: &str) -> Option<Format> {
+        Some(match Tool::parse(s)? {
+            Tool::Cmake => Format::Cmake,
+            Tool::Spack => Format::Spack,
+            Tool::Gentoo => Format::Gentoo,
+            Tool::Nix => Format::Nix,
+            Tool::Therock => Format::Therock,
+        })
+    }
+
+    /// The build tool the format is for (what a plan should be made for).
+    pub fn tool(self) -> Tool {
+        match self {
+            Format::Cmake => Tool::Cmake,
+            Format::Spack => Tool::Spack,
+            Format::Gentoo => Tool::Gentoo,
+            Format::Nix => Tool::Nix,
+            Format::Therock => Tool::Therock,
+        }
+    }
+}
+
+/// What an emitter produces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Emission {
+    /// What `rocpack plan --emit` prints.
+    pub stdout: String,
+    /// `(file name relative to the -o directory, contents)`, in a stable order; a name may contain
+    /// `/` (`package.use/rocm`).
+    pub files: Vec<(String, String)>,
+}
+
+/// Writes `plan` for a build tool.
+pub fn emit(kb: &Knowledge, plan: &Plan, format: Format) -> Emission {
+    match format {
+        Format::Cmake => cmake::emit(plan),
+        Format::Spack => spack::emit(kb, plan),
+        Format::Gentoo => gentoo::emit(kb, plan),
+        Format::Nix => nix::emit(kb, plan),
+        Format::Therock => therock::emit(kb, plan),
+    }
+}
+
+/// Variables that carry a target list; every other setting is an option.
+const TARGET_VARIABLES: &[&str] = &[
+    "AMDGPU_TARGETS",
+    "GPU_TARGETS",
+    "GPU_ARCHS",
+    "CMAKE_HIP_ARCHITECTURES",
+    "Tensile_ARCHITECTURE",
+];
+
+/// Whether a setting passes the component's target list (rather than an option).
+fn is_target_setting(c: &ComponentPlan, s: &Setting) -> bool {
+    c.targets.is_some()
+        && (TARGET_VARIABLES.contains(&s.name.as_str())
+            || c.target_variable.as_deref() == Some(s.name.as_str()))
+}
+
+/// The component's option settings (not its target variables), in emission order.
+fn option_settings(c: &ComponentPlan) -> impl Iterator<Item = &Setting> {
+    c.settings.iter().filter(move |s| !is_target_setting(c, s))
+}
+
+/// What a tool does with one of the plan's option settings.
+enum OptionUse<'a> {
+    /// Pass it through this knob (variant, USE flag, derivation argument), on or off.
+    Switch(&'a str, bool),
+    /// It cannot be passed: say why in a comment.
+    Note(String),
+}
+
+/// How the tool's knowledge (`emitters.toml`) turns `s` into a switch or a comment. `builder`
+/// names what fixes values itself ("recipe", "ebuild", "derivation"), `knob` how a knob is
+/// spelled in a comment, `none` what there is none of ("no variant").
+fn option_use<'a>(
+    o: &'a crate::kb::ToolOption,
+    s: &Setting,
+    builder: &str,
+    knob: impl Fn(&str) -> String,
+    none: &str,
+) -> OptionUse<'a> {
+    if let Some(k) = &o.knob {
+        return match bool_value(s) {
+            Some(b) => OptionUse::Switch(k, b),
+            None => OptionUse::Note(format!(
+                "{}={}: not a boolean, so not passed as {}",
+                s.name,
+                s.value,
+                knob(k)
+            )),
+        };
+    }
+    if let Some(fixed) = &o.fixed {
+        return OptionUse::Note(fixed_note(&s.name, &s.value, fixed, builder));
+    }
+    let why = o.note.clone().unwrap_or_else(|| none.to_owned());
+    OptionUse::Note(format!("{}={}: {why}", s.name, s.value))
+}
+
+/// "X=Y: the recipe always passes X=Z (NOT as planned)".
+fn fixed_note(name: &str, value: &str, fixed: &str, builder: &str) -> String {
+    let agree = if fixed.eq_ignore_ascii_case(value) {
+        "as planned"
+    } else {
+        "NOT as planned"
+    };
+    format!("{name}={value}: the {builder} always passes {name}={fixed} ({agree})")
+}
+
+/// A boolean setting's value: `Some(true)` for ON, `Some(false)` for OFF.
+fn bool_value(s: &Setting) -> Option<bool> {
+    match s.value.to_ascii_uppercase().as_str() {
+        "ON" | "TRUE" | "YES" | "1" => Some(true),
+        "OFF" | "FALSE" | "NO" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// The processor part of a target ID (`gfx90a:xnack-` -> `gfx90a`).
+fn processor(target: &str) -> &str {
+    target.split(':').next().unwrap_or(target)
+}
+
+/// Processors of a target list, in order, without duplicates.
+fn processors(targets: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in targets {
+        let p = processor(t);
+        if !out.iter().any(|x| x == p) {
+            out.push(p.to_owned());
+        }
+    }
+    out
+}
+
+/// Text made safe for a one-line `#` comment.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// Why a component is not built, for a comment.
+fn skip_reason(c: &ComponentPlan) -> String {
+    one_line(c.skip_reason.as_deref().unwrap_or("no reason recorded"))
+}
+
+/// Appends `# line` for each line.
+fn push_comments(out: &mut String, indent: &str, lines: &[String]) {
+    for l in lines {
+        let _ = writeln!(out, "{indent}# {}", one_line(l));
+    }
+}
+
+/// The header every output starts with: who made it, for which release and targets, and the
+/// plan's open errors.
+fn header(plan: &Plan, format: Format) -> Vec<String> {
+    let mut lines = vec![format!(
+        "Generated by `rocpack plan` for {}: ROCm {} ({})",
+        format.as_str(),
+        plan.release,
+        plan.point_releases.join(", ")
+    )];
+    lines.push(format!("Requested targets: {}", plan.targets.join(" ")));
+    for f in &plan.families {
+        lines.push(format!(
+            "Family {} = {} (defined by {})",
+            f.family,
+            f.targets.join(" "),
+            f.defined_by
+        ));
+    }
+    lines.push(format!(
+        "Components: {} planned, {} built, {} not built",
+        plan.summary.components, plan.summary.built, plan.summary.skipped
+    ));
+    if plan.tool != format.tool() {
+        lines.push(format!(
+            "WARNING: the plan was made for {}, not {}; pitfalls and TheRock's rules depend on the tool (plan again for {})",
+            plan.tool.as_str(),
+            format.as_str(),
+            format.as_str()
+        ));
+    }
+    if plan.summary.errors > 0 {
+        lines.push(format!(
+            "OPEN ERRORS: {}: this plan cannot be built as asked (see `rocpack plan`):",
+            plan.summary.errors
+        ));
+        for f in plan
+            .findings
+            .iter()
+            .filter(|f| f.status == FindingStatus::Open && f.severity == crate::kb::Severity::Error)
+        {
+            lines.push(format!("  {} [{}]", f.id, f.component));
+        }
+    }
+    lines
+}
+
+/// The header as `# ` comment lines.
+fn header_comments(plan: &Plan, format: Format) -> String {
+    let mut out = String::new();
+    push_comments(&mut out, "", &header(plan, format));
+    out
+}
+
+/// A release line's `X.Y` prefix of a version (`"7.0.2"` -> `[7, 0]`).
+fn major_minor(v: &str) -> Vec<u32> {
+    v.split('.')
+        .take(2)
+        .map(|p| p.parse().unwrap_or(0))
+        .collect()
+}
+
+/// A CMake cache type suffix.
+fn cmake_type(kind: SettingKind) -> &'static str {
+    match kind {
+        SettingKind::Bool => "BOOL",
+        SettingKind::String => "STRING",
+    }
+}
+
+/// A word for a POSIX shell: unquoted when it holds only characters the shell leaves alone,
+/// else in single quotes (a `'` becomes `'\''`).
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `-DNAME:TYPE=VALUE` as one shell word; the value part quoted when needed.
+fn cmake_define(name: &str, kind: SettingKind, value: &str) -> String {
+    let prefix = format!("-D{name}:{}=", cmake_type(kind));
+    if shell_word(&prefix) != prefix {
+        return shell_word(&format!("{prefix}{value}"));
+    }
+    if value.is_empty() {
+        prefix
+    } else {
+        format!("{prefix}{}", shell_word(value))
+    }
+}
+
+/// A CMake quoted argument: `"..."` with `\`, `"` and `$` escaped (so `${...}` is not expanded)
+/// and control characters written as escape sequences.
+fn cmake_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '"' => out.push_str("\\\""),
+            '$' => out.push_str(r"\$"),
+            '\n' => out.push_str(r"\n"),
+            '\r' => out.push_str(r"\r"),
+            '\t' => out.push_str(r"\t"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A CMake variable name as the first argument of `set()`: bare when it is a plain identifier.
+fn cmake_name(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.+-/".contains(c))
+    {
+        name.to_owned()
+    } else {
+        cmake_quoted(name)
+    }
+}
+
+/// `set(NAME "value" CACHE TYPE "doc" FORCE)`.
+fn cmake_cache_set(name: &str, value: &str, kind: SettingKind, doc: &str) -> String {
+    format!(
+        "set({} {} CACHE {} {} FORCE)",
+        cmake_name(name),
+        cmake_quoted(value),
+        cmake_type(kind),
+        cmake_quoted(&one_line(doc))
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip() {
+        for f in Format::ALL {
+            assert_eq!(Format::parse(f.as_str()), Some(f));
+        }
+        assert_eq!(Format::parse("json"), None);
+    }
+
+    #[test]
+    fn shell_words_quote_what_the_shell_would_split_or_expand() {
+        assert_eq!(shell_word("gfx1030"), "gfx1030");
+        assert_eq!(shell_word("gfx90a:xnack-"), "gfx90a:xnack-");
+        assert_eq!(shell_word("gfx1100;gfx1101"), "'gfx1100;gfx1101'");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("$HOME"), "'$HOME'");
+        assert_eq!(shell_word(r"a\b"), r"'a\b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word("\"q\""), "'\"q\"'");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(
+            cmake_define("GPU_TARGETS", SettingKind::String, "gfx1100;gfx1101"),
+            "-DGPU_TARGETS:STRING='gfx1100;gfx1101'"
+        );
+        assert_eq!(
+            cmake_define("AMDGPU_TARGETS", SettingKind::String, ""),
+            "-DAMDGPU_TARGETS:STRING="
+        );
+        assert_eq!(
+            cmake_define("BUILD_WITH_HIPBLASLT", SettingKind::Bool, "OFF"),
+            "-DBUILD_WITH_HIPBLASLT:BOOL=OFF"
+        );
+        assert_eq!(
+            cmake_define("A B", SettingKind::String, "x"),
+            "'-DA B:STRING=x'"
+        );
+    }
+
+    #[test]
+    fn cmake_quoted_arguments_escape_backslash_quote_and_dollar() {
+        assert_eq!(cmake_quoted("gfx1100;gfx1101"), "\"gfx1100;gfx1101\"");
+        assert_eq!(cmake_quoted(r#"a"b"#), r#""a\"b""#);
+        assert_eq!(cmake_quoted("${HOME}"), r#""\${HOME}""#);
+        assert_eq!(cmake_quoted(r"C:\x;y"), r#""C:\\x;y""#);
+        assert_eq!(cmake_quoted("a\nb"), r#""a\nb""#);
+        assert_eq!(
+            cmake_cache_set("X", "ON", SettingKind::Bool, "why \"so\" $x"),
+            r#"set(X "ON" CACHE BOOL "why \"so\" \$x" FORCE)"#
+        );
+    }
+
+    #[test]
+    fn one_line_comments_have_no_line_breaks() {
+        assert_eq!(one_line("a\nb\r\tc"), "a b  c");
+    }
+}

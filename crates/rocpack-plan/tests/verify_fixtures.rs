@@ -1,0 +1,415 @@
+//! `plan verify` on install trees built in a temporary directory from the repository's small
+//! code-object fixtures (tests/fixtures, built by tests/fixtures/make-fixtures.sh; their code
+//! objects and sizes are listed in tests/fixtures/listings.txt):
+//!
+//! | fixture | device code (bytes) |
+//! |---|---|
+//! | `lib3tu-lld.so` | gfx1030 6000, gfx90a:xnack+ 6832, gfx1100 4720, gfx906:sramecc-:xnack- 4248, gfx942 6952 |
+//! | `tu1.hipfb` | gfx1030 6000, gfx90a:xnack+ 6832 |
+//! | `tu1-gfx1030.hipfb` | gfx1030 6000 |
+//! | `lib2tu-compressed.so` | (CCOB v2 zstd) gfx1030 6000, gfx90a:xnack+ 6832, gfx942 6952 |
+//! | `libhost.a` | gfx1030 6000, gfx90a:xnack+ 6832, gfx1100 4720, gfx906:sramecc-:xnack- 4248 |
+//! | `gfx90a-xnack+.co`, `gfx90a-xnack-.co` | 7016 each |
+//! | `gfx1100.hsaco` | gfx1100 6632 |
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use rocpack_plan::kb::Layout;
+use rocpack_plan::verify::{
+    Attribution, ComponentState, Report, Status, Unplanned, VerifyError, render_text, verify,
+};
+use rocpack_plan::{Knowledge, Plan, Request, Tool, plan};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/bin")
+        .join(name)
+}
+
+/// Copies a fixture to `root/rel`, creating directories.
+fn put(root: &Path, rel: &str, fixture_name: &str) {
+    let to = root.join(rel);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(fixture(fixture_name), &to).unwrap();
+}
+
+/// Writes `len` bytes of fake data (a Tensile `.dat` is msgpack; its content does not matter).
+fn fake(root: &Path, rel: &str, len: usize) {
+    let to = root.join(rel);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::write(&to, vec![0x82u8; len]).unwrap();
+}
+
+fn link(root: &Path, rel: &str, target: &str) {
+    let at = root.join(rel);
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    symlink(target, at).unwrap();
+}
+
+fn kb() -> &'static Knowledge {
+    Knowledge::embedded().unwrap()
+}
+
+fn make_plan(gpus: &[&str], components: &[&str], set: &[&str]) -> Plan {
+    let kb = kb();
+    let request = Request {
+        gpus: gpus.iter().map(|s| (*s).to_owned()).collect(),
+        families: Vec::new(),
+        components: Some(components.iter().map(|s| (*s).to_owned()).collect()),
+        set: set
+            .iter()
+            .map(|s| rocpack_plan::planner::parse_set(kb, s).unwrap())
+            .collect(),
+    };
+    plan(kb, &request, "6.4", Tool::Cmake).unwrap()
+}
+
+fn found(r: &Report, component: &str) -> BTreeMap<String, u64> {
+    r.component(component).unwrap().found.clone()
+}
+
+fn unplanned(list: &[(&str, u64)]) -> Vec<Unplanned> {
+    list.iter()
+        .map(|(p, b)| Unplanned {
+            processor: (*p).to_owned(),
+            bytes: *b,
+        })
+        .collect()
+}
+
+fn map(list: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    list.iter().map(|(p, b)| ((*p).to_owned(), *b)).collect()
+}
+
+/// A /opt/rocm-style tree for a gfx1030 + gfx90a plan.
+fn rocm_tree(root: &Path) {
+    // rocRAND: the real file and its two links.
+    put(root, "lib/librocrand.so.1.1", "lib3tu-lld.so");
+    link(root, "lib/librocrand.so.1", "librocrand.so.1.1");
+    link(root, "lib/librocrand.so", "librocrand.so.1");
+    // rocBLAS: a library plus Tensile data, gfx90a split into xnack+ and xnack-.
+    put(root, "lib/librocblas.so.4.4", "tu1.hipfb");
+    let lib = "lib/rocblas/library";
+    put(
+        root,
+        &format!("{lib}/Kernels.so-000-gfx90a-xnack+.hsaco"),
+        "gfx90a-xnack+.co",
+    );
+    put(
+        root,
+        &format!("{lib}/Kernels.so-000-gfx90a-xnack-.hsaco"),
+        "gfx90a-xnack-.co",
+    );
+    put(
+        root,
+        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_gfx1100.co"),
+        "gfx1100.hsaco",
+    );
+    fake(
+        root,
+        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_gfx90a.dat"),
+        1000,
+    );
+    fake(
+        root,
+        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_gfx1030.dat"),
+        500,
+    );
+    fake(
+        root,
+        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_fallback.dat"),
+        300,
+    );
+    // rocSPARSE built for gfx1030 only.
+    put(root, "lib/librocsparse.so.1.0", "tu1-gfx1030.hipfb");
+    // rocFFT with compressed bundles.
+    put(root, "lib/librocfft.so.0.1", "lib2tu-compressed.so");
+    // hipBLAS: host code (not read).
+    fake(root, "lib/libhipblas.so.2.4", 4096);
+    // composable_kernel instance library with code for every target of the fixture.
+    put(root, "lib/libdevice_gemm_operations.a", "libhost.a");
+    // Not matched by any glob.
+    put(root, "lib/libunrelated.so", "lib3tu-lld.so");
+    fake(root, "include/rocblas/rocblas.h", 10);
+}
+
+const COMPONENTS: &[&str] = &[
+    "rocRAND",
+    "rocBLAS",
+    "rocSPARSE",
+    "rocFFT",
+    "hipBLAS",
+    "composable_kernel",
+    "hipBLASLt",
+];
+
+fn fixture_plan() -> Plan {
+    make_plan(
+        &["gfx1030", "gfx90a"],
+        COMPONENTS,
+        &["hipBLAS:BUILD_WITH_SOLVER=OFF"],
+    )
+}
+
+#[test]
+fn fixture_install_found_missing_unplanned_and_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    rocm_tree(dir.path());
+    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    assert_eq!(report.layout, Layout::Rocm);
+    assert!(report.layout_detected);
+
+    // rocRAND: links are the same file; gfx90a:xnack+ counts as gfx90a.
+    let c = report.component("rocRAND").unwrap();
+    assert_eq!(c.state, ComponentState::Installed);
+    assert_eq!((c.files, c.bytes), (1, 64440));
+    assert_eq!(c.paths.len(), 1);
+    assert!(c.paths[0].path.ends_with("lib/librocrand.so.1.1"));
+    assert_eq!(c.paths[0].links.len(), 2);
+    assert_eq!(
+        c.found,
+        map(&[
+            ("gfx1030", 6000),
+            ("gfx90a", 6832),
+            ("gfx1100", 4720),
+            ("gfx906", 4248),
+            ("gfx942", 6952)
+        ])
+    );
+    assert!(c.missing.is_empty());
+    assert_eq!(
+        c.unplanned,
+        unplanned(&[("gfx942", 6952), ("gfx1100", 4720), ("gfx906", 4248)])
+    );
+    assert_eq!(c.unplanned_bytes, 6952 + 4720 + 4248);
+
+    // rocBLAS: code objects by their headers, .dat files by their names, the rest shared.
+    let c = report.component("rocBLAS").unwrap();
+    assert_eq!(c.files, 7);
+    assert_eq!(c.bytes, 19120 + 7016 + 7016 + 6632 + 1000 + 500 + 300);
+    assert_eq!(
+        c.found,
+        map(&[
+            ("gfx1030", 6000 + 500),
+            ("gfx90a", 6832 + 7016 + 7016 + 1000),
+            ("gfx1100", 6632),
+        ])
+    );
+    assert!(c.missing.is_empty());
+    assert_eq!(c.unplanned, unplanned(&[("gfx1100", 6632)]));
+    assert_eq!((c.shared_files, c.shared_bytes), (1, 300));
+    let attribution = |suffix: &str| {
+        c.paths
+            .iter()
+            .find(|f| f.path.ends_with(suffix))
+            .unwrap()
+            .attribution
+    };
+    assert_eq!(attribution("gfx90a.dat"), Attribution::FileName);
+    assert_eq!(attribution("fallback.dat"), Attribution::Shared);
+    assert_eq!(attribution("xnack-.hsaco"), Attribution::CodeObjects);
+    assert!(!c.compressed);
+
+    // rocSPARSE: built for gfx1030 only, gfx90a missing.
+    let c = report.component("rocSPARSE").unwrap();
+    assert_eq!(c.found, map(&[("gfx1030", 6000)]));
+    assert_eq!(c.missing, ["gfx90a"]);
+    assert!(c.unplanned.is_empty());
+
+    // rocFFT: compressed bundles, sizes uncompressed.
+    let c = report.component("rocFFT").unwrap();
+    assert!(c.compressed);
+    assert_eq!(
+        found(&report, "rocFFT"),
+        map(&[("gfx1030", 6000), ("gfx90a", 6832), ("gfx942", 6952)])
+    );
+    assert_eq!(c.unplanned, unplanned(&[("gfx942", 6952)]));
+
+    // hipBLAS: host code, not read, nothing expected.
+    let c = report.component("hipBLAS").unwrap();
+    assert_eq!(
+        (c.state, c.files, c.device_files),
+        (ComponentState::Installed, 1, 0)
+    );
+    assert!(c.expected.is_empty() && c.found.is_empty());
+    assert_eq!(c.paths[0].attribution, Attribution::NotRead);
+
+    // hipBLASLt: planned for gfx90a, no file at all: absent, not "missing targets".
+    let c = report.component("hipBLASLt").unwrap();
+    assert_eq!(c.state, ComponentState::Absent);
+    assert_eq!(c.expected, ["gfx90a"]);
+    assert!(c.missing.is_empty());
+
+    // A component without device code and without files is no finding.
+    let c = report.component("ROCR-Runtime").unwrap();
+    assert_eq!(c.state, ComponentState::NotInstalled);
+
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.status(), Status::Missing);
+    assert_eq!(report.status().exit_code(), 1);
+    assert_eq!(report.summary.absent, 1);
+    assert_eq!(report.summary.with_missing, 1);
+    // rocRAND, rocBLAS (7), rocSPARSE, rocFFT, hipBLAS, composable_kernel; not libunrelated.so.
+    assert_eq!(report.summary.files, 12);
+}
+
+/// composable_kernel's INSTANCES_ONLY builds ignored GPU_TARGETS (pitfall
+/// `ck-instances-only-ignores-gpu-targets`): code for every default target comes back when one
+/// was asked for. verify reports it as unplanned, with its cost.
+#[test]
+fn instances_only_trap_shows_as_unplanned_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    rocm_tree(dir.path());
+    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    let c = report.component("composable_kernel").unwrap();
+    assert_eq!(c.paths[0].role, rocpack_plan::kb::FileRole::StaticLibrary);
+    assert_eq!(c.found.get("gfx1030"), Some(&6000));
+    assert_eq!(c.found.get("gfx90a"), Some(&6832));
+    assert_eq!(
+        c.unplanned,
+        unplanned(&[("gfx1100", 4720), ("gfx906", 4248)])
+    );
+    assert_eq!(c.unplanned_bytes, 8968);
+}
+
+#[test]
+fn unreadable_file_is_listed_and_the_walk_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    rocm_tree(dir.path());
+    // A bundle cut short: its first entry runs past the end of the file.
+    let bytes = std::fs::read(fixture("tu1.hipfb")).unwrap();
+    std::fs::write(
+        dir.path()
+            .join("lib/rocblas/library/TensileLibrary_cut_gfx1030.co"),
+        &bytes[..5000],
+    )
+    .unwrap();
+    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    assert_eq!(report.status(), Status::Unreadable);
+    assert_eq!(report.status().exit_code(), 2);
+    let p = &report.problems[0];
+    assert!(p.path.ends_with("TensileLibrary_cut_gfx1030.co"), "{p:?}");
+    assert_eq!(p.code, "malformed-bundle");
+    assert_eq!((p.offset, p.offset_in_file), (Some(0x53), true));
+    assert!(p.message.contains("runs past"), "{}", p.message);
+    let c = report.component("rocBLAS").unwrap();
+    assert_eq!(c.unreadable_files, 1);
+    // No code object was read from it: its name attributes its bytes, and every other file
+    // still counts.
+    assert_eq!(c.found.get("gfx1030"), Some(&(6000 + 500 + 5000)));
+    assert_eq!(report.component("rocRAND").unwrap().found.len(), 5);
+    let mut text = Vec::new();
+    render_text(&report, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("error[malformed-bundle]: ")
+            && text.contains("TensileLibrary_cut_gfx1030.co: file offset 0x53: offload bundle"),
+        "{text}"
+    );
+    assert!(
+        text.lines().last().unwrap().starts_with("unreadable: "),
+        "{text}"
+    );
+}
+
+/// Debian packages unpacked into separate directories are one install: a link in one package
+/// may point at a file of another.
+#[test]
+fn debian_packages_in_separate_prefixes_are_one_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, dev, headers) = (
+        dir.path().join("librocrand1"),
+        dir.path().join("librocrand-dev"),
+        dir.path().join("rocprim-dev"),
+    );
+    let libdir = "usr/lib/x86_64-linux-gnu";
+    put(
+        &runtime,
+        &format!("{libdir}/librocrand.so.1.1"),
+        "tu1.hipfb",
+    );
+    link(
+        &dev,
+        &format!("{libdir}/librocrand.so.1"),
+        "librocrand.so.1.1",
+    );
+    link(&dev, &format!("{libdir}/librocrand.so.1.9"), "nowhere");
+    fake(&headers, "usr/include/rocprim/rocprim.hpp", 100);
+    // The rocm-layout glob must not match in a Debian install.
+    put(&runtime, "lib/librocrand.so.1", "lib3tu-lld.so");
+    let p = make_plan(&["gfx1030"], &["rocRAND", "rocPRIM"], &[]);
+    let report = verify(kb(), &p, &[runtime, dev, headers], None).unwrap();
+    assert_eq!(report.layout, Layout::Debian);
+    let c = report.component("rocRAND").unwrap();
+    assert_eq!((c.files, c.bytes), (1, 19120));
+    assert_eq!(c.paths[0].links.len(), 1);
+    assert_eq!(c.found, map(&[("gfx1030", 6000), ("gfx90a", 6832)]));
+    assert_eq!(c.unplanned, unplanned(&[("gfx90a", 6832)]));
+    let c = report.component("rocPRIM").unwrap();
+    assert_eq!((c.state, c.files), (ComponentState::Installed, 1));
+    // The dangling link is a warning, not an unreadable file.
+    assert_eq!(report.problems.len(), 1);
+    assert_eq!(report.problems[0].code, "dangling-link");
+    assert_eq!(report.status(), Status::Clean);
+}
+
+#[test]
+fn usage_errors() {
+    let p = make_plan(&["gfx1030"], &["rocRAND"], &[]);
+    assert!(matches!(
+        verify(kb(), &p, &[], None),
+        Err(VerifyError::NoPrefixes)
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let e = verify(kb(), &p, &[missing], None).unwrap_err();
+    assert!(matches!(e, VerifyError::Prefix { .. }), "{e}");
+    let (deb, rocm) = (dir.path().join("deb"), dir.path().join("rocm"));
+    std::fs::create_dir_all(deb.join("usr/lib/x86_64-linux-gnu")).unwrap();
+    std::fs::create_dir_all(rocm.join("lib")).unwrap();
+    let both = [deb, rocm];
+    let e = verify(kb(), &p, &both, None).unwrap_err();
+    assert!(matches!(e, VerifyError::MixedLayouts { .. }), "{e}");
+    // Naming the layout settles it.
+    let r = verify(kb(), &p, &both, Some(Layout::Rocm)).unwrap();
+    assert!(!r.layout_detected);
+    assert_eq!(
+        r.component("rocRAND").unwrap().state,
+        ComponentState::Absent
+    );
+}
+
+#[test]
+fn text_and_json_of_a_fixture_install() {
+    let dir = tempfile::tempdir().unwrap();
+    rocm_tree(dir.path());
+    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    let mut text = Vec::new();
+    render_text(&report, &mut text).unwrap();
+    let text = String::from_utf8(text)
+        .unwrap()
+        .replace(&dir.path().display().to_string(), "[PREFIX]");
+    insta::assert_snapshot!("fixture_install_text", text);
+
+    let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["schema"], "rocpack-plan-verify/1");
+    assert_eq!(json["layout"], "rocm");
+    assert_eq!(json["summary"]["status"], "missing");
+    let comps = json["components"].as_array().unwrap();
+    let blaslt = comps.iter().find(|c| c["name"] == "hipBLASLt").unwrap();
+    assert_eq!(blaslt["state"], "absent");
+    let rocblas = comps.iter().find(|c| c["name"] == "rocBLAS").unwrap();
+    assert_eq!(rocblas["found"]["gfx90a"], 6832 + 7016 + 7016 + 1000);
+    assert_eq!(rocblas["unplanned"][0]["processor"], "gfx1100");
+    let dat = rocblas["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("gfx90a.dat"))
+        .unwrap();
+    assert_eq!(dat["attribution"], "file-name");
+    assert_eq!(dat["role"], "device-data");
+}
