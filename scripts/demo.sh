@@ -3,7 +3,8 @@
 # them), and answers the questions rocpack is for: which GPUs does each library carry code for,
 # and will it run on a given GPU — reading the .deb files in place, without unpacking them —
 # then slims a copy of a library for one GPU and compresses another, and verifies a Debian root
-# made of rocRAND and its whole dependency closure (link closure, symbols, CMake configs).
+# made of rocRAND and its whole dependency closure (link closure, symbols, CMake configs); plans
+# GPU targets across ROCm 6.4 and checks the downloaded packages against a plan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -17,6 +18,16 @@ for p in "${pkgs[@]}"; do
   debs+=("$(ls -t ~/.cache/rocpack-corpus/debs/"${p}"_*.deb | head -n 1)")
 done
 lib_deb=${debs[0]}
+# The components the fetched packages belong to (for rocpack plan verify).
+plan_components=()
+for p in "${pkgs[@]}"; do
+  case $p in
+    librocrand1) plan_components+=(rocRAND) ;;
+    librocblas4) plan_components+=(rocBLAS) ;;
+    librocsparse1) plan_components+=(rocSPARSE) ;;
+    librocfft0) plan_components+=(rocFFT) ;;
+  esac
+done
 
 echo
 echo "== rocpack list $(basename "$lib_deb") (read in place; first 8 rows)"
@@ -68,6 +79,27 @@ cp -al "$root/." "$copy/"
 rm -f "$copy"/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so*
 "$rocpack" verify --root "$copy" --checks linkage | grep -A2 'unresolved-library' | head -n 3 || true
 rm -rf "$copy"
+
+echo
+echo "== plan GPU targets for an RX 6800 (gfx1030) across ROCm 6.4 (rocpack plan): what is built,"
+echo "   and the traps the plan steps around (hipBLASLt has no RDNA2 kernels, CK no conv instances)"
+"$rocpack" plan --release 6.4 --gpu gfx1030 | sed -n '1,2p;/^Findings/,$p' | grep -v '^      source' | cut -c1-220 || true
+echo "   the same plan as CMake initial-cache files, one per component (cmake -C DIR/rocBLAS.cmake):"
+plandir=$(mktemp -d)
+"$rocpack" plan --release 6.4 --gpu gfx1030 --format cmake -o "$plandir" -q
+ls "$plandir" | head -n 6 | sed 's/^/     /'
+echo
+if [ ${#plan_components[@]} -gt 0 ]; then
+  echo "== check Debian's packages against plans (rocpack plan verify): Debian's target list, then gfx1030 only"
+  echo "   (Debian builds rocBLAS without hipBLASLt and rocSPARSE without rocBLAS: --set says so)"
+  debian_build=(--set rocBLAS:BUILD_WITH_HIPBLASLT=OFF --set rocSPARSE:BUILD_WITH_ROCBLAS=OFF
+    --components "$(IFS=,; echo "${plan_components[*]}")" --format json -q)
+  "$rocpack" plan --release 6.4 --family debian-sid "${debian_build[@]}" -o "$plandir/sid"
+  "$rocpack" plan verify "$plandir/sid/plan.json" "${trees[@]}" | sed -n '3,6p;$p' || true
+  "$rocpack" plan --release 6.4 --gpu gfx1030 "${debian_build[@]}" -o "$plandir/one"
+  "$rocpack" plan verify "$plandir/one/plan.json" "${trees[@]}" | sed -n '3,6p;$p' || true
+fi
+rm -rf "$plandir"
 
 echo
 echo "== this machine's GPUs (rocpack devices)"

@@ -56,6 +56,10 @@ pub enum Command {
     /// Check an install without running it: link closure, symbols and versions as ld.so resolves
     /// them, CMake package configs, and the HIP toolchain layout (exit 1 on an error finding).
     Verify(VerifyArgs),
+    /// Plan GPU targets across the ROCm stack for a release: per component the targets, what
+    /// excluded targets lose, the exact settings and the traps, emitted for CMake, Spack, Gentoo,
+    /// Nix or TheRock (exit 1 when the plan has an open error); `plan verify` checks an install.
+    Plan(PlanArgs),
     /// Compress offload bundles (CCOB), in bundle files and inside host ELF files.
     Compress(CompressArgs),
     /// Decompress offload bundles, in bundle files and inside host ELF files.
@@ -121,6 +125,91 @@ pub struct VerifyArgs {
     /// running anything) instead of the findings.
     #[arg(long)]
     pub list_libs: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub command: Option<PlanCommand>,
+
+    /// GPU targets to plan for: target IDs (gfx90a:xnack-, gfx11-generic), aliases or product
+    /// names (repeat, or separate with commas).
+    #[arg(long, value_name = "TARGET_ID", value_delimiter = ',')]
+    pub gpu: Vec<String>,
+
+    /// Groups of targets: TheRock families of the release (gfx110X-dgpu, dcgpu-all, ...) or a
+    /// Debian suite's list (debian-sid, debian-experimental); see --list-families.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub family: Vec<String>,
+
+    /// ROCm release line (6.0, 6.2, 6.4, 7.0, 7.1); default: the newest known.
+    #[arg(long, value_name = "X.Y")]
+    pub release: Option<String>,
+
+    /// Components to plan, as upstream spells them (rocBLAS, composable_kernel, MIOpen, ...;
+    /// case-insensitive, aliases accepted); their build dependencies come along.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "all"
+    )]
+    pub components: Vec<String>,
+
+    /// Plan every component of the release (the default without --components).
+    #[arg(long)]
+    pub all: bool,
+
+    /// Fix a CMake option of one component, e.g. composable_kernel:DL_KERNELS=ON; the plan never
+    /// overrides it (repeat for several).
+    #[arg(long = "set", value_name = "COMPONENT:OPTION=VALUE")]
+    pub set: Vec<String>,
+
+    /// Output: text (default), json (the plan, docs/json.md), or settings for cmake, spack,
+    /// gentoo, nix or therock.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: String,
+
+    /// With text or json: the build tool the plan is for (cmake, spack, gentoo, nix, therock);
+    /// the other formats imply it.
+    #[arg(long = "for", value_name = "TOOL")]
+    pub for_tool: Option<String>,
+
+    /// Write the output into this directory instead of stdout (cmake: one <component>.cmake
+    /// initial-cache file per component, for `cmake -C`).
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// List the components of the release with their names, aliases and kind.
+    #[arg(long)]
+    pub list_components: bool,
+
+    /// List the families the release accepts and their targets.
+    #[arg(long)]
+    pub list_families: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Check a built install against a JSON plan: per component the planned targets missing and
+    /// the targets built but not planned, with their bytes (exit 1 when something is missing).
+    Verify(PlanVerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanVerifyArgs {
+    /// A plan written by `rocpack plan --format json`.
+    #[arg(value_name = "PLAN.json")]
+    pub plan: PathBuf,
+
+    /// Install prefixes (/opt/rocm, or Debian packages unpacked into directories).
+    #[arg(required = true, value_name = "PREFIX")]
+    pub prefixes: Vec<PathBuf>,
+
+    /// Layout of the prefixes: rocm (/opt/rocm) or debian (/usr, multiarch); default: detected.
+    #[arg(long, value_name = "LAYOUT")]
+    pub layout: Option<String>,
 }
 
 #[derive(Debug, Args)]

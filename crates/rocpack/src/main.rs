@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         args::Command::Compress(a) => cmd::slim::compress(&cli.global, a),
         args::Command::Decompress(a) => cmd::slim::decompress(&cli.global, a),
         args::Command::Verify(a) => cmd::verify::run(&cli.global, a),
+        args::Command::Plan(a) => cmd::plan::run(&cli.global, a),
     };
     match result {
         Ok(code) => code.into(),

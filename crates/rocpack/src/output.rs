@@ -1,6 +1,7 @@
 //! Everything the commands print goes through here: stdout for results, stderr for
 //! diagnostics, errors and progress.
 
+use std::fs;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -165,4 +166,20 @@ pub fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io:
         line(out, &mut r.iter().map(String::as_str))?;
     }
     Ok(())
+}
+
+/// Writes `bytes` to `dest` through a temporary file in the same directory, so a reader never
+/// sees a partial file.
+pub fn write_atomically(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(".rocpack-{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, dest)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
 }

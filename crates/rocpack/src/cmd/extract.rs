@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use rocpack_amdgpu::{Feature, TargetId, TargetIdError};
@@ -133,7 +132,7 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
                 n += 1;
             };
             let dest = args.output.join(&name);
-            write_atomically(&args.output, &dest, bytes)
+            output::write_atomically(&args.output, &dest, bytes)
                 .with_context(|| format!("cannot write {}", dest.display()))?;
             written += 1;
             let w = Written {
@@ -173,20 +172,4 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
         status = status.max(Status::NoMatch);
     }
     Ok(status)
-}
-
-/// Writes `bytes` to `dest` through a temporary file in the same directory, so a reader never
-/// sees a partial file.
-fn write_atomically(dir: &Path, dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".rocpack-extract-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, dest)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }

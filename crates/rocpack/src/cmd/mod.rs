@@ -6,6 +6,7 @@ pub mod extract;
 pub mod gpu_arg;
 pub mod gpus;
 pub mod list;
+pub mod plan;
 pub mod scan;
 pub mod show;
 pub mod slim;
