@@ -56,9 +56,8 @@ pub enum Command {
     /// Check an install without running it: link closure, symbols and versions as ld.so resolves
     /// them, CMake package configs, and the HIP toolchain layout (exit 1 on an error finding).
     Verify(VerifyArgs),
-    /// Plan GPU targets across the ROCm stack for a release: per component the targets, what
-    /// excluded targets lose, the exact settings and the traps, emitted for CMake, Spack, Gentoo,
-    /// Nix or TheRock (exit 1 when the plan has an open error); `plan verify` checks an install.
+    /// Plan GPU targets across a ROCm release and emit them for CMake, Spack, Gentoo, Nix or
+    /// TheRock (exit 1 on an open error); `plan verify` checks a built install against a plan.
     Plan(PlanArgs),
     /// Compress offload bundles (CCOB), in bundle files and inside host ELF files.
     Compress(CompressArgs),

@@ -146,6 +146,7 @@ fn help_texts() {
         &["gpus", "--help"],
         &["devices", "--help"],
         &["verify", "--help"],
+        &["plan", "--help"],
     ] {
         let o = rocpack(cmd);
         assert_eq!(o.status.code(), Some(0));
