@@ -150,6 +150,9 @@ struct Context<'a> {
     explicit: BTreeSet<String>,
     /// All components of the release in scope (`--components` closure or all).
     all: bool,
+    /// Per component with a target table: requested ∩ usable targets and the exclusions. It
+    /// depends only on the request, so it is computed once ([`Context::base_targets`]).
+    base: BTreeMap<String, (Vec<String>, Vec<Exclusion>)>,
 }
 
 impl Context<'_> {
@@ -206,11 +209,10 @@ impl Context<'_> {
         deps
     }
 
-    /// Requested targets this component is built for, and the ones it is not, with why.
-    fn targets_of(&self, st: &State, name: &str) -> (Vec<String>, Vec<Exclusion>) {
-        let Some(t) = self.component(name).and_then(|c| c.targets.as_ref()) else {
-            return (Vec::new(), Vec::new());
-        };
+    /// Requested targets this component can be built for, and the ones it cannot, with why:
+    /// what the request alone decides, before the plan adds any target.
+    fn base_targets(&self, name: &str) -> Option<(Vec<String>, Vec<Exclusion>)> {
+        let t = self.component(name)?.targets.as_ref()?;
         let compiler = &self.rel.release.compiler;
         let snap = self.kb.snapshot(&self.rel.release.therock_snapshot);
         let therock_excluded = snap
@@ -286,12 +288,27 @@ impl Context<'_> {
                 });
             }
         }
+        Some((planned, excluded))
+    }
+
+    /// The requested targets the component cannot be built for.
+    fn excluded(&self, name: &str) -> &[Exclusion] {
+        self.base.get(name).map_or(&[], |(_, e)| e.as_slice())
+    }
+
+    /// The targets the component is built for: its base targets, then what the plan added.
+    fn planned(&self, st: &State, name: &str) -> Vec<String> {
+        let mut planned = self
+            .base
+            .get(name)
+            .map(|(p, _)| p.clone())
+            .unwrap_or_default();
         for a in st.added.get(name).into_iter().flatten() {
             if !planned.contains(&a.target) {
                 planned.push(a.target.clone());
             }
         }
-        (planned, excluded)
+        planned
     }
 
     /// What a user of `target` loses when `name` is built without it.
@@ -392,12 +409,12 @@ impl Context<'_> {
             Predicate::VariableSet { component, name } => {
                 let c = component.resolve(this);
                 self.target_variables(st, c).iter().any(|(n, _)| n == name)
-                    && !self.targets_of(st, c).0.is_empty()
+                    && !self.planned(st, c).is_empty()
             }
             Predicate::VariableEmpty { component, name } => {
                 let c = component.resolve(this);
                 self.target_variables(st, c).iter().any(|(n, _)| n == name)
-                    && self.targets_of(st, c).0.is_empty()
+                    && self.planned(st, c).is_empty()
             }
             Predicate::RequestedAnyOf(l) => requested().any(|t| l.iter().any(|x| x == t)),
             Predicate::RequestedNoneOf(l) => !requested().any(|t| l.iter().any(|x| x == t)),
@@ -418,12 +435,7 @@ impl Context<'_> {
             Predicate::EffectiveEmpty(c) => {
                 let c = c.resolve(this);
                 // requested ∩ supported, before anything the plan adds.
-                let mut st0 = st.clone();
-                st0.added.remove(c);
-                self.component(c)
-                    .and_then(|rc| rc.targets.as_ref())
-                    .is_some()
-                    && self.targets_of(&st0, c).0.is_empty()
+                self.base.get(c).is_some_and(|(p, _)| p.is_empty())
             }
             Predicate::RequestedUnknownToCompiler => requested().any(|t| {
                 self.rel
@@ -504,7 +516,7 @@ impl Context<'_> {
                     return Some(format!("{c}: {variable} set to the planned list"));
                 }
                 Remedy::DropUnsupportedTargets { .. } => {
-                    let (planned, excluded) = self.targets_of(st, c);
+                    let (planned, excluded) = (self.planned(st, c), self.excluded(c));
                     if excluded.is_empty() {
                         continue;
                     }
@@ -629,14 +641,21 @@ pub fn plan(
             explicit.insert(name.to_owned());
         }
     }
-    let cx = Context {
+    let mut cx = Context {
         kb,
         rel,
         tool,
         targets,
         explicit,
         all: request.components.is_none(),
+        base: BTreeMap::new(),
     };
+    cx.base = rel
+        .release
+        .build_order
+        .iter()
+        .filter_map(|c| Some((c.clone(), cx.base_targets(c)?)))
+        .collect();
 
     let mut st = State::default();
     for o in &request.set {
@@ -656,10 +675,9 @@ pub fn plan(
     let mut extra_findings: BTreeMap<(String, String), Finding> = BTreeMap::new();
     for _ in 0..256 {
         let comps = cx.closure(&st);
-        if let Some(()) = skip_empty(&cx, &mut st, &comps, &mut extra_findings) {
-            continue;
-        }
-        if let Some(()) = propagate_skips(&cx, &mut st, &comps, &mut extra_findings) {
+        if skip_empty(&cx, &mut st, &comps, &mut extra_findings)
+            || propagate_skips(&cx, &mut st, &comps, &mut extra_findings)
+        {
             continue;
         }
         let mut changed = false;
@@ -735,7 +753,7 @@ fn therock_rules(cx: &Context<'_>, st: &mut State) {
     }
     for (project, defaults) in &snap.default_gpu_targets {
         let name = cx.kb.component_named(project).unwrap_or(project);
-        if cx.targets_of(st, name).0.is_empty() && cx.component(name).is_some() {
+        if cx.planned(st, name).is_empty() && cx.component(name).is_some() {
             for t in defaults {
                 st.added.entry(name.to_owned()).or_default().push(Addition {
                     target: t.clone(),
@@ -750,13 +768,13 @@ fn therock_rules(cx: &Context<'_>, st: &mut State) {
 }
 
 /// A component with compiled device code and no target left is not built (or, when it was
-/// asked for by name, is an open error). Returns `Some` when the state changed.
+/// asked for by name, is an open error). Returns whether the state changed.
 fn skip_empty(
     cx: &Context<'_>,
     st: &mut State,
     comps: &[String],
     findings: &mut BTreeMap<(String, String), Finding>,
-) -> Option<()> {
+) -> bool {
     for c in comps {
         if st.skipped.contains_key(c)
             || cx.kb.components.get(c).map(|i| i.device_code) != Some(DeviceCode::Compiled)
@@ -766,15 +784,14 @@ fn skip_empty(
         let Some(t) = cx.component(c).and_then(|rc| rc.targets.as_ref()) else {
             continue;
         };
-        let (planned, excluded) = cx.targets_of(st, c);
-        if !planned.is_empty() {
+        if !cx.planned(st, c).is_empty() {
             continue;
         }
         let supported = match t.supported() {
             Supported::List(l) => l.join(" "),
             Supported::Any => "any the compiler knows".to_owned(),
         };
-        let asked: Vec<&str> = excluded.iter().map(|e| e.target.as_str()).collect();
+        let asked: Vec<&str> = cx.excluded(c).iter().map(|e| e.target.as_str()).collect();
         let message = format!(
             "{c} supports none of the requested targets ({}); it supports {supported}",
             asked.join(" ")
@@ -820,19 +837,19 @@ fn skip_empty(
                 confidence: t.supported_confidence.clone(),
             },
         );
-        return Some(());
+        return true;
     }
-    None
+    false
 }
 
 /// Consumers of a component that is not built: an optional dependency is turned off; a hard one
-/// means the consumer is not built either. Returns `Some` when the state changed.
+/// means the consumer is not built either. Returns whether the state changed.
 fn propagate_skips(
     cx: &Context<'_>,
     st: &mut State,
     comps: &[String],
     findings: &mut BTreeMap<(String, String), Finding>,
-) -> Option<()> {
+) -> bool {
     for c in comps {
         if st.skipped.contains_key(c) {
             continue;
@@ -866,7 +883,6 @@ fn propagate_skips(
                     });
                 continue;
             }
-            let _ = skip;
             let why = format!("{} is not built", od.name);
             st.options
                 .insert(key, ("OFF".to_owned(), why.clone(), false));
@@ -891,13 +907,12 @@ fn propagate_skips(
                     confidence: rc.confidence.clone(),
                 },
             );
-            return Some(());
+            return true;
         }
         for d in &rc.deps {
-            let Some(skip) = st.skipped.get(d) else {
+            if !st.skipped.contains_key(d) {
                 continue;
-            };
-            let _ = skip;
+            }
             let reason = format!("needs {d}, which is not built");
             if cx.explicit.contains(c) {
                 findings
@@ -917,10 +932,10 @@ fn propagate_skips(
                 continue;
             }
             st.skipped.insert(c.clone(), Skip { reason });
-            return Some(());
+            return true;
         }
     }
-    None
+    false
 }
 
 /// The plan from the final state.
@@ -954,7 +969,7 @@ fn assemble(
             format!("needed by {}", users.join(", "))
         };
         let t = rc.targets.as_ref();
-        let (planned, excluded) = cx.targets_of(st, name);
+        let (planned, excluded) = (cx.planned(st, name), cx.excluded(name).to_vec());
         let mut settings = Vec::new();
         if built {
             if t.is_some() {
@@ -1037,7 +1052,7 @@ fn assemble(
                         .iter()
                         .any(|d| d.name == f && cx.option(st, name, &d.option) == "ON");
                     if linked && comps.contains(&f.to_owned()) && !st.skipped.contains_key(f) {
-                        processors(&cx.targets_of(st, f).0)
+                        processors(&cx.planned(st, f))
                     } else {
                         Vec::new()
                     }
