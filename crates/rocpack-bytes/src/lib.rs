@@ -185,6 +185,40 @@ pub fn human_size(n: u64) -> String {
     }
 }
 
+/// Left-aligned text table with two spaces between columns; the last column is not padded and
+/// trailing spaces are trimmed.
+///
+/// # Errors
+/// Writing to `out` failed.
+pub fn table(
+    out: &mut impl std::io::Write,
+    header: &[&str],
+    rows: &[Vec<String>],
+) -> std::io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| -> std::io::Result<()> {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.zip(&widths).enumerate() {
+            if i + 1 == widths.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        writeln!(out, "{}", s.trim_end())
+    };
+    line(&mut header.iter().copied())?;
+    for r in rows {
+        line(&mut r.iter().map(String::as_str))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

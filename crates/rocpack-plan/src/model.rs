@@ -6,6 +6,32 @@ use serde::{Deserialize, Serialize};
 
 use crate::kb::{DeviceCode, Severity};
 
+/// The processor part of a target ID (`gfx90a:xnack-` -> `gfx90a`).
+pub(crate) fn processor(target: &str) -> &str {
+    target.split(':').next().unwrap_or(target)
+}
+
+/// Processors of a target list, in order, without duplicates.
+pub(crate) fn processors(targets: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in targets {
+        let p = processor(t);
+        if !out.iter().any(|x| x == p) {
+            out.push(p.to_owned());
+        }
+    }
+    out
+}
+
+/// Variables that carry a target list; every other setting is an option.
+const TARGET_VARIABLES: &[&str] = &[
+    "AMDGPU_TARGETS",
+    "GPU_TARGETS",
+    "GPU_ARCHS",
+    "CMAKE_HIP_ARCHITECTURES",
+    "Tensile_ARCHITECTURE",
+];
+
 /// The JSON plan's schema identifier; bumped on any incompatible change.
 pub const SCHEMA: &str = "rocpack-plan/1";
 
@@ -149,6 +175,20 @@ impl ComponentPlan {
     pub fn is_built(&self) -> bool {
         self.status == Status::Build
     }
+
+    /// Whether a setting passes the component's target list (rather than an option).
+    pub fn is_target_setting(&self, s: &Setting) -> bool {
+        self.targets.is_some()
+            && (TARGET_VARIABLES.contains(&s.name.as_str())
+                || self.target_variable.as_deref() == Some(s.name.as_str()))
+    }
+
+    /// The option settings (not target variables), in emission order.
+    pub fn option_settings(&self) -> impl Iterator<Item = &Setting> {
+        self.settings
+            .iter()
+            .filter(move |s| !self.is_target_setting(s))
+    }
 }
 
 /// A requested target a component is not built for.
@@ -238,4 +278,40 @@ pub struct Summary {
     pub errors: usize,
     pub warnings: usize,
     pub resolved: usize,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::kb::{Knowledge, Remedy};
+
+    /// Every variable the planner passes a target list in is recognised as one by the emitters,
+    /// so a new `also` or `set-variable` name cannot quietly become an "option".
+    #[test]
+    fn every_target_variable_of_the_knowledge_base_is_known() {
+        let kb = Knowledge::embedded().unwrap();
+        for (version, r) in &kb.releases {
+            for (name, rc) in &r.components {
+                let Some(t) = &rc.targets else { continue };
+                for v in &t.also {
+                    assert!(
+                        TARGET_VARIABLES.contains(&v.as_str()) || *v == t.variable,
+                        "{version} {name}: {v}"
+                    );
+                }
+            }
+        }
+        for p in &kb.pitfalls {
+            for r in &p.remedies {
+                if let Remedy::SetVariable { variable, .. } = r {
+                    assert!(
+                        TARGET_VARIABLES.contains(&variable.as_str()),
+                        "{}: {variable}",
+                        p.id
+                    );
+                }
+            }
+        }
+    }
 }

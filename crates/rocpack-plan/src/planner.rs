@@ -18,7 +18,8 @@ use crate::kb::{
 };
 use crate::model::{
     Addition, ComponentPlan, Exclusion, FamilyCoverage, FamilyExpansion, Finding, FindingStatus,
-    OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, Status, Summary, Tool,
+    OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, Status, Summary, Tool, processor,
+    processors,
 };
 
 /// A request the knowledge base cannot plan.
@@ -66,11 +67,6 @@ pub fn parse_set(kb: &Knowledge, arg: &str) -> Result<OptionOverride, PlanError>
         option: option.trim().to_owned(),
         value: value.trim().to_owned(),
     })
-}
-
-/// The processor part of a target ID.
-fn processor(target: &str) -> &str {
-    target.split(':').next().unwrap_or(target)
 }
 
 /// The families a release accepts: TheRock's (its snapshot) and Debian's lists.
@@ -1033,15 +1029,6 @@ fn assemble(
             Vec::new()
         } else {
             let follows = t.and_then(|t| t.follows.as_deref());
-            let processors = |list: &[String]| {
-                let mut v: Vec<String> = Vec::new();
-                for p in list.iter().map(|t| processor(t).to_owned()) {
-                    if !v.contains(&p) {
-                        v.push(p);
-                    }
-                }
-                v
-            };
             match (device_code, follows) {
                 (DeviceCode::Compiled, _) if t.and_then(|t| t.affects.as_deref()).is_none() => {
                     processors(&planned)

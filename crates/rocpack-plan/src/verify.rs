@@ -69,7 +69,7 @@ use rocpack_scan::{ScanOptions, inspect_file};
 use serde::Serialize;
 
 use crate::kb::{DeviceCode, FileRole, Knowledge, Layout};
-use crate::model::{ComponentPlan, Plan};
+use crate::model::{ComponentPlan, Plan, processors};
 
 /// The JSON report's schema identifier; bumped on any incompatible change.
 pub const SCHEMA: &str = "rocpack-plan-verify/1";
@@ -562,7 +562,11 @@ fn normalize(p: &Path) -> PathBuf {
 /// link's directory, and each step is looked up in the link's own prefix first, then in the
 /// others (a `-dev` package's `libx.so -> libx.so.1` points into the runtime package).
 /// `None`: dangling, a loop, or a directory.
-fn resolve_link(prefixes: &[PathBuf], own: usize, rel: &Path) -> Option<PathBuf> {
+fn resolve_link(
+    prefixes: &[PathBuf],
+    own: usize,
+    rel: &Path,
+) -> Option<(PathBuf, std::fs::Metadata)> {
     let mut at = own;
     let mut logical = rel.to_path_buf();
     for _ in 0..MAX_LINKS {
@@ -580,7 +584,7 @@ fn resolve_link(prefixes: &[PathBuf], own: usize, rel: &Path) -> Option<PathBuf>
                 continue;
             };
             match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_file() => return Some(p),
+                Ok(m) if m.is_file() => return Some((p, m)),
                 Ok(m) if m.file_type().is_symlink() => {
                     next = Some(i);
                     break;
@@ -687,10 +691,6 @@ pub fn processor_in_name(name: &str) -> Option<String> {
     None
 }
 
-fn processor(target: &str) -> &str {
-    target.split(':').next().unwrap_or(target)
-}
-
 fn detect_layout(prefixes: &[PathBuf]) -> Result<Layout, VerifyError> {
     let mut debian = Vec::new();
     let mut rocm = Vec::new();
@@ -790,18 +790,28 @@ pub fn verify(
         })
         .collect();
 
+    // Per component, its records in path order.
+    let mut of_component: Vec<Vec<usize>> = vec![Vec::new(); built.len()];
+    for (ri, r) in records.iter().enumerate() {
+        for &ci in r.claims.keys() {
+            if let Some(v) = of_component.get_mut(ci) {
+                v.push(ri);
+            }
+        }
+    }
     let components: Vec<ComponentReport> = built
         .iter()
+        .zip(&of_component)
         .enumerate()
-        .map(|(ci, c)| {
+        .map(|(ci, (c, mine))| {
             let has = has_globs.get(ci).copied().unwrap_or(false);
-            component_report(ci, c, has, &records, &reads)
+            component_report(ci, c, has, &records, &reads, mine)
         })
         .collect();
 
     // Problems of the files read, in path order, after the walk's.
-    for read in reads.iter().flatten() {
-        problems.extend(read.problems.iter().cloned());
+    for read in reads.into_iter().flatten() {
+        problems.extend(read.problems);
     }
 
     let count = |s: ComponentState| components.iter().filter(|c| c.state == s).count();
@@ -899,8 +909,8 @@ fn distinct_files(
             continue;
         };
         let path = root.join(&hit.rel);
-        let read = if hit.symlink {
-            let Some(target) = resolve_link(prefixes, hit.prefix, &hit.rel) else {
+        let (read, meta) = if hit.symlink {
+            let Some(found) = resolve_link(prefixes, hit.prefix, &hit.rel) else {
                 problems.push(problem(
                     &path,
                     Severity::Warning,
@@ -911,20 +921,19 @@ fn distinct_files(
                 ));
                 continue;
             };
-            target
+            found
         } else {
-            path.clone()
-        };
-        let meta = match std::fs::metadata(&read) {
-            Ok(m) => m,
-            Err(e) => {
-                problems.push(problem(
-                    &path,
-                    Severity::Error,
-                    "unreadable-file",
-                    e.to_string(),
-                ));
-                continue;
+            match std::fs::metadata(&path) {
+                Ok(m) => (path.clone(), m),
+                Err(e) => {
+                    problems.push(problem(
+                        &path,
+                        Severity::Error,
+                        "unreadable-file",
+                        e.to_string(),
+                    ));
+                    continue;
+                }
             }
         };
         let idx = *by_inode.entry((meta.dev(), meta.ino())).or_insert_with(|| {
@@ -970,13 +979,9 @@ fn component_report(
     has_globs: bool,
     records: &[Record],
     reads: &[Option<Read>],
+    mine: &[usize],
 ) -> ComponentReport {
-    let mut planned: Vec<String> = Vec::new();
-    for p in c.targets.iter().flatten().map(|t| processor(t)) {
-        if !planned.iter().any(|x| x == p) {
-            planned.push(p.to_owned());
-        }
-    }
+    let planned = processors(c.targets.as_deref().unwrap_or_default());
     let mut report = ComponentReport {
         name: c.name.clone(),
         state: ComponentState::Installed,
@@ -996,7 +1001,10 @@ fn component_report(
         unreadable_files: 0,
         paths: Vec::new(),
     };
-    for (rec, read) in records.iter().zip(reads) {
+    for &ri in mine {
+        let (Some(rec), Some(read)) = (records.get(ri), reads.get(ri)) else {
+            continue;
+        };
         let Some(&role) = rec.claims.get(&ci) else {
             continue;
         };
@@ -1143,12 +1151,7 @@ pub fn render_text(report: &Report, out: &mut impl Write) -> io::Result<()> {
 
 /// One line per component that is installed or should be.
 fn write_table(report: &Report, out: &mut impl Write) -> io::Result<()> {
-    let mut rows: Vec<[String; 4]> = vec![[
-        "COMPONENT".into(),
-        "FILES".into(),
-        "PLANNED DEVICE CODE".into(),
-        "UNPLANNED".into(),
-    ]];
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for c in report.components.iter().filter(|c| in_table(c)) {
         let files = match c.state {
             ComponentState::Installed => format!("{}, {}", c.files, human_size(c.bytes)),
@@ -1195,21 +1198,13 @@ fn write_table(report: &Report, out: &mut impl Write) -> io::Result<()> {
                 plural(c.unreadable_files, "file", "files")
             ));
         }
-        rows.push([c.name.clone(), files, planned, unplanned]);
+        rows.push(vec![c.name.clone(), files, planned, unplanned]);
     }
-    let width = |i: usize| {
-        rows.iter()
-            .map(|r| r.get(i).map_or(0, |s| s.chars().count()))
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    for [a, b, c, d] in &rows {
-        let line = format!("{a:w0$}  {b:w1$}  {c:w2$}  {d}");
-        writeln!(out, "{}", line.trim_end())?;
-    }
-
-    Ok(())
+    rocpack_bytes::table(
+        out,
+        &["COMPONENT", "FILES", "PLANNED DEVICE CODE", "UNPLANNED"],
+        &rows,
+    )
 }
 
 /// The components listed after the table, then per component the processors found, missing

@@ -142,31 +142,7 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// Left-aligned text table with two spaces between columns.
-pub fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |out: &mut dyn Write, cells: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.zip(&widths).enumerate() {
-            if i + 1 == widths.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  "));
-            }
-        }
-        writeln!(out, "{}", s.trim_end())
-    };
-    line(out, &mut header.iter().copied())?;
-    for r in rows {
-        line(out, &mut r.iter().map(String::as_str))?;
-    }
-    Ok(())
-}
+pub use rocpack_bytes::table;
 
 /// Writes `bytes` to `dest` through a temporary file in the same directory, so a reader never
 /// sees a partial file.

@@ -10,7 +10,8 @@ use super::{
 use crate::model::{ComponentPlan, Plan};
 
 pub(super) fn emit(plan: &Plan) -> Emission {
-    let mut stdout = header_comments(plan, Format::Cmake);
+    let head = header_comments(plan, Format::Cmake);
+    let mut stdout = head.clone();
     let mut files = Vec::new();
     for c in &plan.components {
         if !c.is_built() {
@@ -31,14 +32,14 @@ pub(super) fn emit(plan: &Plan) -> Emission {
             .map(|s| cmake_define(&s.name, s.kind, &s.value))
             .collect();
         let _ = writeln!(stdout, "{}", args.join(" "));
-        files.push((format!("{}.cmake", c.name), cache_script(plan, c)));
+        files.push((format!("{}.cmake", c.name), cache_script(&head, c)));
     }
     Emission { stdout, files }
 }
 
 /// The initial cache of one component.
-fn cache_script(plan: &Plan, c: &ComponentPlan) -> String {
-    let mut out = header_comments(plan, Format::Cmake);
+fn cache_script(head: &str, c: &ComponentPlan) -> String {
+    let mut out = head.to_owned();
     let mut about = vec![format!(
         "{}: load with `cmake -C {}.cmake` when configuring it",
         c.name, c.name

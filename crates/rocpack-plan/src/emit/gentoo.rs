@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, header_comments, one_line, option_settings, option_use,
-    processors, push_comments, skip_reason,
+    Emission, Format, OptionUse, header_comments, one_line, option_use, processors, push_comments,
+    skip_reason,
 };
 use crate::kb::{GentooPackage, Knowledge, find_option};
 use crate::model::{ComponentPlan, Plan};
@@ -18,7 +18,8 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let eclass = gentoo.targets.get(&plan.release);
 
     // make.conf
-    let mut make_conf = header_comments(plan, Format::Gentoo);
+    let head = header_comments(plan, Format::Gentoo);
+    let mut make_conf = head.clone();
     let requested = processors(&plan.targets);
     let (global, dropped) = filter_flags(&requested, eclass);
     let mut notes: Vec<String> = dropped
@@ -40,13 +41,12 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let _ = writeln!(make_conf, "{variable}={}", shell_dq(&global.join(" ")));
 
     // package.use/rocm
-    let mut package_use = header_comments(plan, Format::Gentoo);
+    let mut package_use = head;
     for c in &plan.components {
-        let atoms = kb
+        let atoms: &[String] = kb
             .components
             .get(&c.name)
-            .map(|i| i.packages.gentoo.clone())
-            .unwrap_or_default();
+            .map_or(&[], |i| &i.packages.gentoo);
         if !c.is_built() {
             let lines: Vec<String> = if atoms.is_empty() {
                 vec![format!("{}: not built: {}", c.name, skip_reason(c))]
@@ -78,7 +78,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             }
             continue;
         }
-        for atom in &atoms {
+        for atom in atoms {
             package_lines(
                 &mut package_use,
                 plan,
@@ -122,14 +122,13 @@ fn package_lines(
     let release = &plan.release;
     let mut notes = Vec::new();
     let mut lines = Vec::new();
+    let procs = processors(c.targets.as_deref().unwrap_or_default());
     if let Some(planned) = &c.targets {
-        let iuse = info.and_then(|i| i.targets.get(release)).or(eclass);
-        let where_ = if info.and_then(|i| i.targets.get(release)).is_some() {
-            "the ebuild"
-        } else {
-            "rocm.eclass"
+        let (iuse, where_) = match info.and_then(|i| i.targets.get(release)) {
+            Some(own) => (Some(own), "the ebuild"),
+            None => (eclass, "rocm.eclass"),
         };
-        let (list, dropped) = filter_flags(&processors(planned), iuse);
+        let (list, dropped) = filter_flags(&procs, iuse);
         notes.extend(dropped.iter().map(|t| flag_note(t, release, where_)));
         if planned.is_empty() {
             notes.push(format!(
@@ -145,7 +144,7 @@ fn package_lines(
         }
     }
     let mut flags = Vec::new();
-    for s in option_settings(c) {
+    for s in c.option_settings() {
         let o = info.and_then(|i| find_option(&i.option, &s.name, release));
         let Some(o) = o else {
             notes.push(format!(
@@ -174,10 +173,10 @@ fn package_lines(
         .iter()
         .filter(|o| o.holds_for(release) && !o.fixed_when.is_empty())
     {
-        let planned = c.targets.as_deref().unwrap_or_default();
-        let hit: Vec<String> = processors(planned)
-            .into_iter()
+        let hit: Vec<&str> = procs
+            .iter()
             .filter(|p| o.fixed_when.contains(p))
+            .map(String::as_str)
             .collect();
         if hit.is_empty() {
             continue;

@@ -60,13 +60,7 @@ impl Format {
     }
 
     pub fn parse(s: &str) -> Option<Format> {
-        Some(match Tool::parse(s)? {
-            Tool::Cmake => Format::Cmake,
-            Tool::Spack => Format::Spack,
-            Tool::Gentoo => Format::Gentoo,
-            Tool::Nix => Format::Nix,
-            Tool::Therock => Format::Therock,
-        })
+        Tool::parse(s).map(Format::from)
     }
 
     /// The build tool the format is for (what a plan should be made for).
@@ -77,6 +71,18 @@ impl Format {
             Format::Gentoo => Tool::Gentoo,
             Format::Nix => Tool::Nix,
             Format::Therock => Tool::Therock,
+        }
+    }
+}
+
+impl From<Tool> for Format {
+    fn from(t: Tool) -> Format {
+        match t {
+            Tool::Cmake => Format::Cmake,
+            Tool::Spack => Format::Spack,
+            Tool::Gentoo => Format::Gentoo,
+            Tool::Nix => Format::Nix,
+            Tool::Therock => Format::Therock,
         }
     }
 }
@@ -100,27 +106,6 @@ pub fn emit(kb: &Knowledge, plan: &Plan, format: Format) -> Emission {
         Format::Nix => nix::emit(kb, plan),
         Format::Therock => therock::emit(kb, plan),
     }
-}
-
-/// Variables that carry a target list; every other setting is an option.
-const TARGET_VARIABLES: &[&str] = &[
-    "AMDGPU_TARGETS",
-    "GPU_TARGETS",
-    "GPU_ARCHS",
-    "CMAKE_HIP_ARCHITECTURES",
-    "Tensile_ARCHITECTURE",
-];
-
-/// Whether a setting passes the component's target list (rather than an option).
-fn is_target_setting(c: &ComponentPlan, s: &Setting) -> bool {
-    c.targets.is_some()
-        && (TARGET_VARIABLES.contains(&s.name.as_str())
-            || c.target_variable.as_deref() == Some(s.name.as_str()))
-}
-
-/// The component's option settings (not its target variables), in emission order.
-fn option_settings(c: &ComponentPlan) -> impl Iterator<Item = &Setting> {
-    c.settings.iter().filter(move |s| !is_target_setting(c, s))
 }
 
 /// What a tool does with one of the plan's option settings.
@@ -161,12 +146,17 @@ fn option_use<'a>(
 
 /// "X=Y: the recipe always passes X=Z (NOT as planned)".
 fn fixed_note(name: &str, value: &str, fixed: &str, builder: &str) -> String {
-    let agree = if fixed.eq_ignore_ascii_case(value) {
+    let agree = agreement(fixed, value);
+    format!("{name}={value}: the {builder} always passes {name}={fixed} ({agree})")
+}
+
+/// Whether a value a tool fixes itself is the planned one.
+fn agreement(fixed: &str, planned: &str) -> &'static str {
+    if fixed.eq_ignore_ascii_case(planned) {
         "as planned"
     } else {
         "NOT as planned"
-    };
-    format!("{name}={value}: the {builder} always passes {name}={fixed} ({agree})")
+    }
 }
 
 /// A boolean setting's value: `Some(true)` for ON, `Some(false)` for OFF.
@@ -178,22 +168,7 @@ fn bool_value(s: &Setting) -> Option<bool> {
     }
 }
 
-/// The processor part of a target ID (`gfx90a:xnack-` -> `gfx90a`).
-fn processor(target: &str) -> &str {
-    target.split(':').next().unwrap_or(target)
-}
-
-/// Processors of a target list, in order, without duplicates.
-fn processors(targets: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in targets {
-        let p = processor(t);
-        if !out.iter().any(|x| x == p) {
-            out.push(p.to_owned());
-        }
-    }
-    out
-}
+use crate::model::{processor, processors};
 
 /// Text made safe for a one-line `#` comment.
 fn one_line(s: &str) -> String {

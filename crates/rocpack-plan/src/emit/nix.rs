@@ -6,10 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::{
-    Emission, Format, OptionUse, header_comments, one_line, option_settings, option_use,
-    push_comments, skip_reason,
-};
+use super::{Emission, Format, OptionUse, header_comments, option_use, push_comments, skip_reason};
 use crate::kb::{Knowledge, NixPackage, find_option};
 use crate::model::{ComponentPlan, Plan};
 
@@ -27,11 +24,10 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let mut overrides: Vec<Override> = Vec::new();
     let mut loose: Vec<String> = Vec::new();
     for c in &plan.components {
-        let attrs = kb
+        let attrs: &[String] = kb
             .components
             .get(&c.name)
-            .map(|i| i.packages.nixpkgs.clone())
-            .unwrap_or_default();
+            .map_or(&[], |i| &i.packages.nixpkgs);
         if !c.is_built() {
             let what = if attrs.is_empty() {
                 String::new()
@@ -57,7 +53,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             }
             continue;
         }
-        for attr in &attrs {
+        for attr in attrs {
             if let Some(o) = attr_override(kb, plan, c, attr, nix.package.get(attr)) {
                 overrides.push(o);
             }
@@ -171,7 +167,7 @@ fn attr_override(
             )),
         }
     }
-    for s in option_settings(c) {
+    for s in c.option_settings() {
         let o = info.and_then(|i| find_option(&i.option, &s.name, &plan.release));
         let Some(o) = o else {
             comments.push(format!(
@@ -199,7 +195,7 @@ fn attr_override(
         ));
     }
     Some(Override {
-        comments: comments.iter().map(|c| one_line(c)).collect(),
+        comments,
         attrs,
         args,
     })

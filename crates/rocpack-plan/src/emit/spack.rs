@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, header_comments, major_minor, option_settings, option_use,
-    processor, push_comments, skip_reason,
+    Emission, Format, OptionUse, header_comments, major_minor, option_use, processor,
+    push_comments, skip_reason,
 };
 use crate::kb::{Knowledge, SpackPackage, find_option};
 use crate::model::{ComponentPlan, Plan};
@@ -20,11 +20,10 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let mut required: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut n_specs = 0usize;
     for c in &plan.components {
-        let names = kb
+        let names: &[String] = kb
             .components
             .get(&c.name)
-            .map(|i| i.packages.spack.clone())
-            .unwrap_or_default();
+            .map_or(&[], |i| &i.packages.spack);
         if !c.is_built() {
             let what = if names.is_empty() {
                 String::new()
@@ -51,7 +50,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             }
             continue;
         }
-        for name in &names {
+        for name in names {
             let info = spack.package.get(name);
             let (spec, notes) = package_spec(kb, plan, c, name, info);
             let mut lines: Vec<String> = notes
@@ -178,7 +177,7 @@ fn package_spec(
         }
     }
     let mut text = format!("{name}@{release}");
-    for s in option_settings(c) {
+    for s in c.option_settings() {
         let o = info.and_then(|i| find_option(&i.option, &s.name, release));
         let Some(o) = o else {
             notes.push(format!(

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, bool_value, cmake_cache_set, cmake_define, header_comments, one_line,
-    option_settings, processor, processors, push_comments, skip_reason,
+    Emission, Format, agreement, bool_value, cmake_cache_set, cmake_define, header_comments,
+    processor, processors, push_comments, skip_reason,
 };
 use crate::kb::Knowledge;
 use crate::model::{Plan, SettingKind};
@@ -45,8 +45,9 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         .iter()
         .flat_map(|f| f.targets.iter().map(|t| processor(t)))
         .collect();
+    let global = processors(&plan.targets);
     let mut loose = Vec::new();
-    for p in processors(&plan.targets) {
+    for p in &global {
         if covered.contains(p.as_str()) {
             continue;
         }
@@ -57,7 +58,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             ));
             continue;
         }
-        loose.push(p);
+        loose.push(p.clone());
     }
     if plan.targets.iter().any(|t| t.contains(':')) {
         notes.push("TheRock takes processor names only; :xnack/:sramecc dropped".to_owned());
@@ -166,7 +167,6 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     }
 
     // Per-component lists and options.
-    let global = processors(&plan.targets);
     for c in plan.components.iter().filter(|c| c.is_built()) {
         if therock.feature_of(&c.name).is_none() {
             if !c.settings.is_empty() {
@@ -196,37 +196,36 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                 ));
             }
         }
-        for s in option_settings(c) {
-            let o = therock
-                .option
-                .iter()
-                .find(|o| o.option == s.name && o.component.as_deref() == Some(c.name.as_str()));
+        for s in c.option_settings() {
+            let o = therock.option.iter().find(|o| {
+                o.component.as_deref() == Some(c.name.as_str())
+                    && o.option == s.name
+                    && o.holds_for(&plan.release)
+            });
             match o {
-                Some(o) if o.knob.is_some() => {
-                    let var = o.knob.clone().unwrap_or_default();
-                    match bool_value(s) {
-                        Some(b) => vars.push((
-                            var,
-                            if b { "ON" } else { "OFF" }.to_owned(),
-                            SettingKind::Bool,
-                            format!("{}: {}={}: {}", c.name, s.name, s.value, s.why),
-                        )),
-                        None => notes.push(format!(
-                            "{}: {}={}: not a boolean, so not passed as {var}",
-                            c.name, s.name, s.value
-                        )),
-                    }
-                }
+                Some(crate::kb::ToolOption {
+                    knob: Some(var), ..
+                }) => match bool_value(s) {
+                    Some(b) => vars.push((
+                        var.clone(),
+                        if b { "ON" } else { "OFF" }.to_owned(),
+                        SettingKind::Bool,
+                        format!("{}: {}={}: {}", c.name, s.name, s.value, s.why),
+                    )),
+                    None => notes.push(format!(
+                        "{}: {}={}: not a boolean, so not passed as {var}",
+                        c.name, s.name, s.value
+                    )),
+                },
                 Some(o) => {
                     let fixed = o.fixed.as_deref().unwrap_or("?");
-                    let agree = if fixed.eq_ignore_ascii_case(&s.value) {
-                        "as planned"
-                    } else {
-                        "NOT as planned"
-                    };
                     notes.push(format!(
-                        "{}: {}={}: TheRock passes {}={fixed} itself ({agree})",
-                        c.name, s.name, s.value, s.name
+                        "{}: {}={}: TheRock passes {}={fixed} itself ({})",
+                        c.name,
+                        s.name,
+                        s.value,
+                        s.name,
+                        agreement(fixed, &s.value)
                     ));
                 }
                 None => notes.push(format!(
@@ -237,7 +236,8 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         }
     }
 
-    let mut stdout = header_comments(plan, Format::Therock);
+    let head = header_comments(plan, Format::Therock);
+    let mut stdout = head.clone();
     push_comments(&mut stdout, "", &notes);
     let args: Vec<String> = vars
         .iter()
@@ -249,13 +249,11 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         let _ = writeln!(stdout, "{}", args.join(" "));
     }
 
-    let mut cache = header_comments(plan, Format::Therock);
+    let mut cache = head;
     push_comments(
         &mut cache,
         "",
-        &[one_line(
-            "Load with `cmake -C therock.cmake -B build -S <TheRock checkout>`",
-        )],
+        &["Load with `cmake -C therock.cmake -B build -S <TheRock checkout>`".to_owned()],
     );
     push_comments(&mut cache, "", &notes);
     for (n, v, k, why) in &vars {

@@ -103,7 +103,7 @@ pub fn run(global: &Global, args: &PlanArgs) -> Result<Status> {
             return Ok(status);
         }
         Format::Tool(t) => {
-            let e = rocpack_plan::emit::emit(kb, &plan, emit_format(t));
+            let e = rocpack_plan::emit::emit(kb, &plan, t.into());
             (e.stdout, e.files)
         }
     };
@@ -125,17 +125,6 @@ pub fn run(global: &Global, args: &PlanArgs) -> Result<Status> {
         );
     }
     Ok(status)
-}
-
-fn emit_format(t: Tool) -> rocpack_plan::emit::Format {
-    use rocpack_plan::emit::Format as F;
-    match t {
-        Tool::Cmake => F::Cmake,
-        Tool::Spack => F::Spack,
-        Tool::Gentoo => F::Gentoo,
-        Tool::Nix => F::Nix,
-        Tool::Therock => F::Therock,
-    }
 }
 
 /// A `--gpu` value as a target ID: target IDs and generic targets as given, product names and

@@ -81,21 +81,8 @@ fn write_report(path: &Path, html: &str) -> Result<()> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.html".into());
-    let tmp = dir.join(format!(".{name}.rocpack-tmp-{}", std::process::id()));
-    let result = (|| -> io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(html.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("writing {}", path.display()))
+    crate::output::write_atomically(dir, path, html.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn print_text(
