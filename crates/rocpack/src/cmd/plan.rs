@@ -446,7 +446,8 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
             bail!("{}: not a directory", p.display());
         }
     }
-    let report = rocpack_plan::verify::verify(kb, &plan, &args.prefixes, layout)?;
+    let report =
+        rocpack_plan::verify::verify(kb, &plan, &args.prefixes, layout, args.root.as_deref())?;
     let mut out = io::stdout().lock();
     if global.json {
         serde_json::to_writer(&mut out, &report)?;
