@@ -750,7 +750,9 @@ fn therock_cache_loads_into_cmake_and_turns_off_what_is_not_built() {
 }
 
 #[test]
-fn therock_family_request_uses_families_and_switches_ck_off() {
+fn therock_family_request_uses_families_and_switches_miopen_ck_off() {
+    // TheRock at ROCm 7.1's release (snapshot therock-f366a78c) gates only MIOpen's use of CK:
+    // composable_kernel itself is still built for gfx110X.
     let plan = plan_for("7.1", &[], &["gfx110X-dgpu"], Format::Therock);
     let out = emit(kb(), &plan, Format::Therock);
     let line = code_lines(&out.stdout)[0];
@@ -758,10 +760,7 @@ fn therock_family_request_uses_families_and_switches_ck_off() {
         line.starts_with("-DTHEROCK_AMDGPU_FAMILIES:STRING=gfx110X-dgpu "),
         "{line}"
     );
-    assert!(
-        line.contains("-DTHEROCK_ENABLE_COMPOSABLE_KERNEL:BOOL=OFF"),
-        "{line}"
-    );
+    assert!(!line.contains("THEROCK_ENABLE_COMPOSABLE_KERNEL"), "{line}");
     assert!(
         line.contains("-DTHEROCK_MIOPEN_USE_COMPOSABLE_KERNEL:BOOL=OFF"),
         "{line}"
