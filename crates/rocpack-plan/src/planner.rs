@@ -1424,3 +1424,128 @@ mod tests {
         );
     }
 }
+
+/// The seed case of issue 13: a NixOS packager moving gfx1030 (RX 6800) from ROCm 6.0.2 to 6.2.2
+/// met four failures; each is flagged before any build, with a remedy 6.2 has, and 6.0 is not
+/// claimed to behave like 6.2.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod seed_case {
+    use super::*;
+
+    fn all(release: &str, tool: Tool) -> Plan {
+        let kb = Knowledge::embedded().unwrap();
+        let request = Request {
+            gpus: vec!["gfx1030".into()],
+            ..Request::default()
+        };
+        plan(kb, &request, release, tool).unwrap()
+    }
+
+    fn setting<'a>(p: &'a Plan, component: &str, name: &str) -> Option<&'a str> {
+        p.components
+            .iter()
+            .find(|c| c.name == component)?
+            .settings
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.as_str())
+    }
+
+    fn finding<'a>(p: &'a Plan, id: &str) -> Option<&'a Finding> {
+        p.findings.iter().find(|f| f.id == id)
+    }
+
+    #[test]
+    fn the_four_failures_of_6_2_are_flagged_and_resolved_in_every_tool() {
+        for tool in [
+            Tool::Cmake,
+            Tool::Spack,
+            Tool::Gentoo,
+            Tool::Nix,
+            Tool::Therock,
+        ] {
+            let p = all("6.2", tool);
+            let t = tool.as_str();
+            // 1. INSTANCES_ONLY replaces GPU_TARGETS by CK's default list.
+            let f = finding(&p, "ck-instances-only-ignores-gpu-targets").unwrap();
+            assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            // (TheRock's own CK gate leaves CK out of a gfx1030 build altogether.)
+            let ck_built = p
+                .components
+                .iter()
+                .any(|c| c.name == "composable_kernel" && c.is_built());
+            assert_eq!(ck_built, tool != Tool::Therock, "{t}");
+            if ck_built {
+                assert_eq!(
+                    setting(&p, "composable_kernel", "INSTANCES_ONLY"),
+                    Some("OFF"),
+                    "{t}"
+                );
+            }
+            // 2. No conv/contraction instances for gfx1030: MIOpen without CK.
+            if ck_built {
+                let f = finding(&p, "ck-no-conv-contraction-instances-for-miopen-6.2").unwrap();
+                assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            }
+            assert_eq!(
+                setting(&p, "MIOpen", "MIOPEN_USE_COMPOSABLEKERNEL"),
+                Some("OFF"),
+                "{t}"
+            );
+            assert!(
+                !p.components
+                    .iter()
+                    .find(|c| c.name == "MIOpen")
+                    .unwrap()
+                    .deps
+                    .contains(&"composable_kernel".to_owned()),
+                "{t}"
+            );
+            // 3. rocMLIR's static library leaves LLVMInitializeX86* undefined in libMIOpen.so.
+            let f = finding(&p, "rocmlir-static-llvm-x86-undefined").unwrap();
+            assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            assert_eq!(setting(&p, "MIOpen", "MIOPEN_USE_MLIR"), Some("OFF"), "{t}");
+            // 4. MIGraphX includes ck/host headers that a CK release never installs.
+            if ck_built {
+                let f = finding(&p, "migraphx-needs-ck-jit-library").unwrap();
+                assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            }
+            assert_eq!(
+                setting(&p, "MIGraphX", "MIGRAPHX_USE_COMPOSABLEKERNEL"),
+                Some("OFF"),
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn six_zero_gets_its_own_rules_and_no_remedy_it_lacks() {
+        let p = all("6.0", Tool::Cmake);
+        // CK 6.0 does not override GPU_TARGETS, and builds one device_operations for any list.
+        assert!(finding(&p, "ck-instances-only-ignores-gpu-targets").is_none());
+        assert!(finding(&p, "ck-no-conv-contraction-instances-for-miopen-6.2").is_none());
+        assert!(finding(&p, "ck-no-conv-instances-for-target-list").is_none());
+        // MIGraphX 6.0 needs CK's jit_library with no option to avoid it: an open error whose
+        // remedies never offer 6.2's MIGRAPHX_USE_COMPOSABLEKERNEL.
+        assert!(finding(&p, "migraphx-needs-ck-jit-library").is_none());
+        let f = finding(&p, "migraphx-6.0-requires-ck-jit-library").unwrap();
+        assert_eq!(f.status, FindingStatus::Open);
+        assert!(
+            f.remedies.iter().all(|r| !r.starts_with("set ")),
+            "{:?}",
+            f.remedies
+        );
+        assert_eq!(
+            setting(&p, "MIGraphX", "MIGRAPHX_USE_COMPOSABLEKERNEL"),
+            None
+        );
+        assert!(
+            p.findings
+                .iter()
+                .flat_map(|f| &f.remedies)
+                .all(|r| !r.contains("set MIGraphX: MIGRAPHX_USE_COMPOSABLEKERNEL"))
+        );
+        assert_eq!(p.summary.errors, 1);
+    }
+}
