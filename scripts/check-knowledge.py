@@ -416,7 +416,8 @@ for rel, data in RELEASES.items():
 
 PRED_KEYS = {"all", "any", "not", "option", "option_passed", "variable_set", "variable_empty", "requested_any_of",
              "requested_none_of", "requested_any_outside", "requested_any_outside_supported",
-             "effective_empty", "requested_unknown_to_compiler", "component_planned", "emitter"}
+             "effective_empty", "requested_unknown_to_compiler", "component_planned", "emitter",
+             "target_unknown"}
 
 
 def pred_component(where: str, value, comps: list[str]) -> list[str]:
@@ -468,6 +469,9 @@ def check_pred(where: str, p, comps: list[str], releases: list[str]) -> None:
     elif k == "emitter":
         if v not in EMITTERS:
             err(where, f"unknown emitter {v!r}")
+    elif k == "target_unknown":
+        if v not in ("dropped", "error"):
+            err(where, f"target_unknown must be dropped or error, not {v!r}")
 
 
 ids = set()
@@ -738,6 +742,8 @@ def try_request(argv: list[str]) -> None:
             return v in comps
         if k == "emitter":
             return v == a.emitter
+        if k == "target_unknown":
+            return ((comps.get(c, {}).get("targets") or {}).get("unknown")) == v
         raise ValueError(k)
 
     print(f"release {a.release}, requested {requested}, emitter {a.emitter}")

@@ -555,6 +555,8 @@ pub enum Predicate {
     RequestedUnknownToCompiler,
     ComponentPlanned(String),
     Emitter(String),
+    /// What the component does with a target the compiler rejects (`targets.unknown`).
+    TargetUnknown(String),
 }
 
 /// The component a predicate is about: the one being evaluated, or a named one.
@@ -665,6 +667,7 @@ impl Predicate {
             "requested_unknown_to_compiler" => Predicate::RequestedUnknownToCompiler,
             "component_planned" => Predicate::ComponentPlanned(text()?),
             "emitter" => Predicate::Emitter(text()?),
+            "target_unknown" => Predicate::TargetUnknown(text()?),
             other => return Err(format!("unknown predicate `{other}`")),
         })
     }

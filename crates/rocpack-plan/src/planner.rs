@@ -220,9 +220,16 @@ impl Context<'_> {
             let proc_ = processor(target);
             let generic = proc_.ends_with("-generic");
             let (reason, sources) = if compiler.absent_targets.iter().any(|a| a == proc_) {
+                let then = if t.unknown.as_deref() == Some("error") {
+                    format!(
+                        "{name} checks only its own default list, so the target would reach the compiler and stop the build"
+                    )
+                } else {
+                    "rocm_check_target_ids would drop it without an error".to_owned()
+                };
                 (
                     format!(
-                        "the ROCm {} compiler does not know {proc_}; rocm_check_target_ids would drop it without an error",
+                        "the ROCm {} compiler does not know {proc_}; {then}",
                         self.rel.release.version
                     ),
                     compiler.sources.clone(),
@@ -453,6 +460,10 @@ impl Context<'_> {
                     .any(|a| a == t)
             }),
             Predicate::ComponentPlanned(c) => self.is_built(st, plan, c),
+            Predicate::TargetUnknown(how) => self
+                .component(this)
+                .and_then(|c| c.targets.as_ref())
+                .is_some_and(|t| t.unknown.as_deref() == Some(how.as_str())),
             Predicate::Emitter(e) => e == self.tool.as_str(),
         }
     }
