@@ -11,8 +11,8 @@ use serde::Deserialize;
 mod emitters;
 
 pub use emitters::{
-    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, SpackInfo, SpackPackage,
-    TheRockFeature, TheRockInfo, ToolOption, find_option,
+    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, NixRequirement, SpackInfo,
+    SpackPackage, TheRockFeature, TheRockInfo, ToolOption, find_option,
 };
 
 /// The embedded data files, by name.
