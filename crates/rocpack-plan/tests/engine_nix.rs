@@ -376,3 +376,44 @@ fn release_lines_are_the_ones_nixpkgs_carried() {
             .any(|r| r == "6.0")
     );
 }
+
+#[test]
+fn every_knob_the_emitter_knows_is_an_argument_of_each_nixpkgs_file_read() {
+    let facts = facts();
+    let nix = &kb().emitters.nix;
+    let mut checked = 0;
+    for (line, l) in facts["facts"]["line"].as_object().unwrap() {
+        let Some(packages) = l["package"].as_object() else {
+            continue;
+        };
+        for (attr, p) in packages {
+            let Some(info) = nix.package.get(attr.as_str()).or_else(|| {
+                nix.package
+                    .values()
+                    .find(|i| i.attrs.iter().any(|a| a == attr))
+            }) else {
+                continue;
+            };
+            let args = p["args"].as_array().unwrap();
+            let mut knobs: Vec<&str> = info
+                .option
+                .iter()
+                .filter_map(|o| o.knob.as_deref())
+                .collect();
+            knobs.extend(info.requires.iter().map(|r| r.argument.as_str()));
+            if info.gpu_targets {
+                knobs.push(nix.argument.as_str());
+            }
+            for k in knobs {
+                assert!(
+                    args.iter().any(|a| a == k),
+                    "nixpkgs {line} {attr} ({} at {}) has no argument {k}",
+                    p["path"],
+                    p["commit"]
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 6, "only {checked} knobs checked");
+}

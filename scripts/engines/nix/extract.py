@@ -173,8 +173,9 @@ def package_facts(text, entry):
     args = function_args(text)
     facts["args"] = [a for a, _, _ in args]
     facts["args_line"] = args[0][2] if args else 1
-    defaults = {a: d for a, d, _ in args if d is not None and a in ("gpuTargets", "withComposableKernel",
-                                                                       "localGpuTargets")}
+    # The defaults of the knobs the emitter passes: target lists and with* switches.
+    defaults = {a: d for a, d, _ in args
+                if d is not None and (a.startswith("with") or a in ("gpuTargets", "localGpuTargets"))}
     if defaults:
         facts["defaults"] = defaults
     # gpuTargets, directly or through a list intersected with it, into cmakeFlags entries.
@@ -191,6 +192,13 @@ def package_facts(text, entry):
             facts.setdefault("target_flags_line", line_of(text, fm.start()))
     for fm in re.finditer(r'lib\.cmakeFeature "(\w+)" \(lib\.concatStringsSep ";" (\w+)\)', text):
         if fm.group(2) in carriers:
+            flags.append(fm.group(1))
+            facts.setdefault("target_flags_line", line_of(text, fm.start()))
+    # A let binding holding the joined list (rocblas 7.x: gpuTargets' = concatStringsSep ";" ...).
+    joined = [m.group(1) for m in re.finditer(
+        r"^\s*([\w']+) = lib\.concatStringsSep \";\" (\w+);", text, re.M) if m.group(2) in carriers]
+    for fm in re.finditer(r'lib\.cmakeFeature "(\w+)" ([\w\']+)\)', text):
+        if fm.group(2) in joined:
             flags.append(fm.group(1))
             facts.setdefault("target_flags_line", line_of(text, fm.start()))
     if flags:
