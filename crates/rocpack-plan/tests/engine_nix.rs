@@ -417,3 +417,35 @@ fn every_knob_the_emitter_knows_is_an_argument_of_each_nixpkgs_file_read() {
     }
     assert!(checked >= 6, "only {checked} knobs checked");
 }
+
+#[test]
+fn values_emitters_toml_calls_fixed_are_the_ones_the_nixpkgs_files_pass() {
+    let facts = facts();
+    let mut checked = 0;
+    for (line, l) in facts["facts"]["line"].as_object().unwrap() {
+        let Some(packages) = l["package"].as_object() else {
+            continue;
+        };
+        for (attr, p) in packages {
+            let Some(info) = kb().emitters.nix.package.get(attr.as_str()) else {
+                continue;
+            };
+            for o in &info.option {
+                let (Some(fixed), true) = (&o.fixed, o.holds_for(line)) else {
+                    continue;
+                };
+                let got = &p["fixed_flags"][o.option.as_str()];
+                assert_eq!(
+                    got,
+                    fixed.as_str(),
+                    "nixpkgs {line} {attr} ({} at {}) passes {}={got}, emitters.toml says {fixed}",
+                    p["path"],
+                    p["commit"],
+                    o.option
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3, "only {checked} fixed values checked");
+}

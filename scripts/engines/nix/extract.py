@@ -205,6 +205,17 @@ def package_facts(text, entry):
         facts["target_flags"] = flags
         m, _ = first(r"lib\.optionals \(gpuTargets != \[ \]\) \[", text)
         facts["target_flags_when_empty"] = "omitted" if m else "passed"
+    # cmakeFlags the file always passes with a literal value (the unconditional first list, not
+    # the `++ lib.optionals ...` ones): what no override can change.
+    fixed = {}
+    m, _ = first(r"^\s*cmakeFlags =\s*\[", text, re.M)
+    always = text[m.end() - 1:matching(text, m.end() - 1)] if m else ""
+    for fm in re.finditer(r'^\s*"-D(\w+)=([A-Za-z0-9_.]+)"', always, re.M):
+        fixed.setdefault(fm.group(1), fm.group(2))
+    for fm in re.finditer(r'lib\.cmakeBool "(\w+)" (true|false)\)', always):
+        fixed.setdefault(fm.group(1), "ON" if fm.group(2) == "true" else "OFF")
+    if fixed:
+        facts["fixed_flags"] = dict(sorted(fixed.items()))
     m, ln = first(r'lib\.cmakeBool "(\w+)" withComposableKernel', text)
     if m:
         facts["ck_flag"] = m.group(1)
