@@ -12,8 +12,8 @@ mod emitters;
 mod engines;
 
 pub use emitters::{
-    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, SpackInfo, SpackPackage,
-    TheRockFeature, TheRockInfo, ToolOption, find_option,
+    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, NixRequirement, SpackInfo,
+    SpackPackage, TheRockFeature, TheRockInfo, ToolOption, find_option,
 };
 pub use engines::{EngineComponent, EngineFacts, EngineInfo, EngineRepo, release_key};
 
@@ -29,6 +29,7 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("rocm-6.4.toml", include_str!("../data/rocm-6.4.toml")),
     ("rocm-7.0.toml", include_str!("../data/rocm-7.0.toml")),
     ("rocm-7.1.toml", include_str!("../data/rocm-7.1.toml")),
+    ("engines/nix.toml", include_str!("../data/engines/nix.toml")),
 ];
 
 /// A knowledge-base file that does not parse or breaks a rule the planner relies on.
@@ -1157,8 +1158,8 @@ mod tests {
         );
         let e = with(
             "pitfalls.toml",
-            "when = { requested_unknown_to_compiler = true }",
-            "when = { requested_sometimes = true }",
+            "when = { all = [{ requested_unknown_to_compiler = true }",
+            "when = { all = [{ requested_sometimes = true }",
         );
         assert!(e.contains("unknown predicate `requested_sometimes`"), "{e}");
         let e = with("rocm-7.1.toml", "version = \"7.1\"", "version = \"7.2\"");

@@ -1261,26 +1261,42 @@ fn engine_lacks_release(cx: &Context<'_>, comps: &[ComponentPlan]) -> Option<Fin
             format!("{name} ({}: {near})", e.package)
         })
         .collect();
-    let repos: Vec<String> = engine
-        .engine
-        .repos
+    // Each repository once: at its commit, or how many commits it was read at.
+    let mut by_repo: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in &engine.engine.repos {
+        by_repo.entry(&r.repo).or_default().push(&r.commit);
+    }
+    let repos: Vec<String> = by_repo
         .iter()
-        .map(|r| format!("{}@{}", r.repo, r.commit.get(..12).unwrap_or(&r.commit)))
+        .map(|(repo, commits)| match commits.as_slice() {
+            [one] => format!("{repo}@{}", one.get(..12).unwrap_or(one)),
+            many => format!("{repo} at {} commits", many.len()),
+        })
         .collect();
     let mut nearest: Vec<&str> = nearest.into_iter().collect();
     nearest.sort_by_key(|r| crate::kb::release_key(r));
+    let built = comps.iter().filter(|c| c.is_built()).count();
+    let which = if lacking.len() == built {
+        format!(
+            "none of the {built} components this plan builds is there (nearest release lines: {})",
+            nearest.join(", ")
+        )
+    } else {
+        format!(
+            "{} of the {built} components this plan builds are not there: {}",
+            lacking.len(),
+            listed.join("; ")
+        )
+    };
     Some(Finding {
         id: "engine-lacks-release".to_owned(),
         severity: Severity::Error,
         component: (*first).to_owned(),
         effect: "no-package".to_owned(),
         message: format!(
-            "{} ({}) has no ROCm {release} package for {} of the {} components this plan builds: {}.",
+            "{}'s packages ({}) have no ROCm {release}: {which}.",
             cx.tool.as_str(),
-            repos.join(", "),
-            lacking.len(),
-            comps.iter().filter(|c| c.is_built()).count(),
-            listed.join("; ")
+            repos.join(", ")
         ),
         status: FindingStatus::Open,
         resolution: None,
