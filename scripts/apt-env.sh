@@ -20,7 +20,8 @@
 corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus}
 apt_dir=${ROCPACK_APT_DIR:-$HOME/.cache/rocpack-apt}
 mkdir -p "$corpus" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
+# deb-src too: scripts/derive-facts.sh reads the components' source packages.
+printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main\ndeb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main\n' \
   > "$apt_dir/sources.list"
 # The Sandbox::User setting lets apt-get download as root without a "_apt" user owning the
 # private directories.
@@ -35,7 +36,9 @@ apt_lock() {
 
 apt_refresh() {
   local stamp="$apt_dir/lists/.rocpack-updated"
-  if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
+  # Lists written before the deb-src line was added have no Sources index: update once more.
+  if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ] ||
+     ! compgen -G "$apt_dir/lists/*_Sources*" > /dev/null; then
     # --error-on=any: without it apt-get update exits 0 when the mirror cannot be reached
     # ("W: Failed to fetch ... Some index files failed to download").
     if apt-get "${O[@]}" -qq --error-on=any update >&2; then
