@@ -15,8 +15,9 @@
 #                                            OWNER/NAME (cited in the origin) defaults to the remote's
 #                                            URL or a mirror directory named OWNER+NAME
 #
-# Source packages go to ~/.cache/rocpack-corpus/src (ROCPACK_CORPUS overrides the cache). Exit
-# status 3 means the Debian mirror could not be reached.
+# Source packages go to ~/.cache/rocpack-corpus/src (ROCPACK_CORPUS overrides the cache), apt's
+# state for them to ~/.cache/rocpack-apt-src (ROCPACK_APT_SRC_DIR). Exit status 3 means the Debian
+# mirror could not be reached.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
@@ -122,6 +123,9 @@ case "${1:-}" in
   *) echo "usage: $0 [--download-only | --out DIR | --upstream GIT_DIR TAG COMPONENT [OWNER/NAME]]" >&2; exit 2 ;;
 esac
 
+# Source packages need a deb-src line, in an apt state of their own (see apt-env.sh).
+export ROCPACK_APT_DEB_SRC=1
+export ROCPACK_APT_DIR=${ROCPACK_APT_SRC_DIR:-$HOME/.cache/rocpack-apt-src}
 # shellcheck source=scripts/apt-env.sh
 . "$here/apt-env.sh"
 apt_lock

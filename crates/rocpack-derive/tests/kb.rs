@@ -94,12 +94,14 @@ fn compare(
                 );
             }
         }
-        // The default list: the result variable's default, else the list rocm_check_target_ids
+        // The default list: a target variable's default, else the list rocm_check_target_ids
         // checks (projects that keep the default in a private variable).
         let result_var = t.get("result_variable").and_then(Value::as_str);
         let default = t.get("default").and_then(Value::as_table);
-        let derived_default = result_var
-            .and_then(|r| default.and_then(|d| d.get(r)))
+        // The variable the KB names first, else the project's result variable.
+        let derived_default = default
+            .and_then(|d| d.get(&k.variable))
+            .or_else(|| result_var.and_then(|r| default.and_then(|d| d.get(r))))
             .and_then(Value::as_table)
             .map(|d| {
                 (
@@ -232,15 +234,21 @@ fn compare(
             .iter()
             .find(|o| o.get("name").and_then(Value::as_str) == Some(name))
     };
+    // Absence is only established when the whole tree was evaluated: a skipped block may add a
+    // subdirectory that declares it.
+    let complete = facts
+        .get("not_evaluated")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty);
     for o in &kb.options {
         let confirmed = kb.confidence.is_none() && o.confidence.is_none();
         match find(&o.name) {
             // An undeclared variable reads as unset: a KB default of OFF or "" agrees.
             None if same_default("", &o.default) => {}
             None => say(
-                confirmed,
+                confirmed && complete,
                 format!(
-                    "option {}: KB default {:?}, but the sources declare no option()/set(CACHE) of that name (an unset variable reads as OFF)",
+                    "option {}: KB default {:?}, but the evaluated sources declare no option()/set(CACHE) of that name (an unset variable reads as OFF)",
                     o.name, o.default
                 ),
             ),
@@ -274,9 +282,9 @@ fn compare(
         let confirmed = kb.confidence.is_none();
         match find(&d.option) {
             None => say(
-                confirmed,
+                confirmed && complete,
                 format!(
-                    "optional dependency {} via option {}: the sources declare no such option",
+                    "optional dependency {} via option {}: the evaluated sources declare no such option",
                     d.name, d.option
                 ),
             ),
