@@ -48,6 +48,14 @@ components=(
 # CXX=hipcc; hipcc drives clang, so CMake reports the Clang compiler id).
 common_sets=(--set CMAKE_CXX_COMPILER=/usr/bin/hipcc --set CMAKE_CXX_COMPILER_ID=Clang)
 
+# Inputs packagers pass for one component (Spack's and Debian's recipes pass these).
+component_sets() {
+  case "$1" in
+    # Its default backend comes from a compiler check (HAS_HIP), unknown here.
+    MIOpen) echo --set MIOPEN_BACKEND=HIP ;;
+  esac
+}
+
 derive_bin() {
   if [ -n "${ROCPACK_DERIVE:-}" ]; then
     echo "$ROCPACK_DERIVE"
@@ -110,6 +118,7 @@ PY
   mkdir -p "$out_dir/upstream"
   bin=$(derive_bin)
   "$bin" "$work" --component "$component" --origin "upstream:$repo_name@$tag $commit" "${note[@]}" "${common_sets[@]}" \
+    $(component_sets "$component") \
     -o "$out_dir/upstream/$component-$tag.toml"
   exit 0
 fi
@@ -203,6 +212,6 @@ for line in "${lines[@]}"; do
   note=()
   [ -f "$dir/.rocpack-note" ] && note=(--note "$(cat "$dir/.rocpack-note")")
   "$bin" "$dir" --component "$component" --origin "debian:${pv/_/ }" "${note[@]}" \
-    "${common_sets[@]}" --set CMAKE_INSTALL_PREFIX=/usr \
+    "${common_sets[@]}" $(component_sets "$component") --set CMAKE_INSTALL_PREFIX=/usr \
     -o "$debian_out/$component.toml"
 done

@@ -709,7 +709,9 @@ fn dependency_facts(defaults: &Run, all_on: &Run, options: &BTreeSet<&str>) -> V
     let in_defaults: BTreeSet<String> = dep_calls(defaults)
         .map(|(p, _, c)| format!("{p}@{}", place(&c.at)))
         .collect();
-    for (package, how, call) in dep_calls(all_on) {
+    // Both evaluations: the all-on one may stop early (a FATAL_ERROR for a combination of
+    // options), and the default one is what a packager gets.
+    for (package, how, call) in dep_calls(defaults).chain(dep_calls(all_on)) {
         let at = place(&call.at);
         let enabled_by: Vec<String> = options
             .iter()

@@ -111,6 +111,8 @@ pub(crate) struct Target {
 pub(crate) struct Frame {
     /// A failing `message(FATAL_ERROR)` inside this call is about a path already reported.
     pub suppress_fatal: bool,
+    /// Where the call is.
+    pub call: Loc,
 }
 
 /// How evaluation continues after a command.
@@ -523,6 +525,29 @@ impl<'s> Evaluator<'s> {
         Ok(out)
     }
 
+    /// Arguments of `if()`/`while()`. In project mode an unquoted argument that expands to
+    /// nothing stays an empty argument, as CMake's condition evaluator sees it
+    /// (`if($ENV{UNSET} MATCHES "x")` is false, not malformed); config evaluation keeps its
+    /// behaviour.
+    fn expand_cond_args(&mut self, raw: &[RawArg], loc: &Loc) -> Result<Vec<Arg>, String> {
+        if !self.project_mode() {
+            return self.expand_args(raw, loc);
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        for a in raw {
+            let mut one = self.expand_args(std::slice::from_ref(a), loc)?;
+            if one.is_empty() && a.kind == ArgKind::Unquoted {
+                one.push(Arg {
+                    text: String::new(),
+                    quoted: false,
+                    unknown: None,
+                });
+            }
+            out.extend(one);
+        }
+        Ok(out)
+    }
+
     // ---- control flow ----------------------------------------------------------------------
 
     fn enter(&mut self, loc: &Loc) -> bool {
@@ -577,6 +602,8 @@ impl<'s> Evaluator<'s> {
             .join(" ");
         let at = self.s.project.as_ref().map(|p| p.place(loc));
         let pushed = match at {
+            // A prelude definition's own branches are not the project's conditions.
+            Some(_) if loc.file.target == super::project::PRELUDE => false,
             Some(at) if negated || !cond.is_empty() => {
                 self.conditions
                     .push(super::project::Condition { text, negated, at });
@@ -620,7 +647,7 @@ impl<'s> Evaluator<'s> {
                         line: *line,
                     };
                     self.line = *line;
-                    let verdict = match self.expand_args(cond, &loc) {
+                    let verdict = match self.expand_cond_args(cond, &loc) {
                         Ok(args) => self.condition(&args),
                         Err(e) => Err(e),
                     };
@@ -957,7 +984,7 @@ impl<'s> Evaluator<'s> {
             if !self.tick(loc) {
                 return Flow::Abort;
             }
-            let verdict = match self.expand_args(raw, loc) {
+            let verdict = match self.expand_cond_args(raw, loc) {
                 Ok(args) => self.condition(&args),
                 Err(e) => Err(e),
             };
@@ -1050,7 +1077,10 @@ impl<'s> Evaluator<'s> {
         if !self.enter(loc) {
             return Flow::Abort;
         }
-        self.frames.push(Frame { suppress_fatal });
+        self.frames.push(Frame {
+            suppress_fatal,
+            call: loc.clone(),
+        });
         let flow = if def.is_macro {
             let body = self.substitute_macro(def, &args, loc);
             match body {

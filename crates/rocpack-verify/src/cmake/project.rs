@@ -13,7 +13,7 @@
 //!     undefined: &[],
 //! })?;
 //! for c in &run.calls {
-//!     println!("{}:{} {}", c.file, c.line, c.command);
+//!     println!("{}:{} {}", c.at.file, c.at.line, c.command);
 //! }
 //! # Ok::<(), std::io::Error>(())
 //! ```
@@ -199,6 +199,9 @@ impl ProjectState {
     }
 }
 
+/// The name the prelude's definitions are cited under.
+pub(crate) const PRELUDE: &str = "<prelude>";
+
 /// The build directory project mode reports (never created, never read).
 pub(crate) const BINARY_DIR: &str = "/nonexistent/rocpack-build";
 
@@ -289,7 +292,7 @@ pub fn evaluate_project(opts: &ProjectOptions) -> std::io::Result<ProjectRun> {
         });
         let prelude_file = Rc::new(SourceFile {
             host: dir.join("<prelude>"),
-            target: "<prelude>".into(),
+            target: PRELUDE.into(),
             nodes: prelude,
         });
         let loc = Loc {
@@ -411,15 +414,31 @@ impl Evaluator<'_> {
         }
     }
 
+    /// Where something done by a prelude definition is cited: where the project calls it.
+    pub(crate) fn cited<'l>(&'l self, loc: &'l Loc) -> &'l Loc {
+        if loc.file.target != PRELUDE {
+            return loc;
+        }
+        self.frames
+            .iter()
+            .rev()
+            .map(|f| &f.call)
+            .find(|l| l.file.target != PRELUDE)
+            .unwrap_or(loc)
+    }
+
     /// Records an assignment of a watched variable.
     pub(crate) fn record_assign(&mut self, name: &str, value: Option<&Val>, loc: &Loc) {
-        let Some(p) = self.s.project.as_mut() else {
+        let Some(p) = self.s.project.as_ref() else {
             return;
         };
         if !p.watch.iter().any(|w| w == name) {
             return;
         }
-        let at = p.place(loc);
+        let at = p.place(self.cited(loc));
+        let Some(p) = self.s.project.as_mut() else {
+            return;
+        };
         p.assigns.push(Assign {
             name: name.to_owned(),
             value: value.map(Value::of),
@@ -440,10 +459,13 @@ impl Evaluator<'_> {
         loc: &Loc,
     ) {
         let conditions = self.conditions.clone();
+        let Some(p) = self.s.project.as_ref() else {
+            return;
+        };
+        let at = p.place(self.cited(loc));
         let Some(p) = self.s.project.as_mut() else {
             return;
         };
-        let at = p.place(loc);
         p.decls.push(Decl {
             kind,
             name: name.to_owned(),
@@ -634,6 +656,7 @@ impl Evaluator<'_> {
         if !self.project_mode() {
             return;
         }
+        let call_site = self.cited(loc).clone();
         let mut names = Vec::new();
         for body in bodies {
             assigned_names(body, &mut names);
@@ -650,10 +673,22 @@ impl Evaluator<'_> {
             conditions.push(Condition {
                 text: format!("(not evaluated: {reason})"),
                 negated: false,
-                at: p.place(loc),
+                at: p.place(&call_site),
             });
         }
         let dir = self.relative_source_dir();
+        // Inside a prelude definition, what the block holds is cited at the project's call.
+        let in_prelude = loc.file.target == PRELUDE;
+        let place_of = |p: &ProjectState, line: u32| {
+            if in_prelude {
+                p.place(&call_site)
+            } else {
+                p.place(&Loc {
+                    file: loc.file.clone(),
+                    line,
+                })
+            }
+        };
         let mut commands = Vec::new();
         for body in bodies {
             written_commands(body, &mut commands);
@@ -697,10 +732,7 @@ impl Evaluator<'_> {
                     _ => None,
                 };
                 if let Some((kind, default, cache_type, doc)) = decl {
-                    let at = p.place(&Loc {
-                        file: loc.file.clone(),
-                        line: c.line,
-                    });
+                    let at = place_of(p, c.line);
                     p.decls.push(Decl {
                         kind,
                         name: name.to_owned(),
@@ -717,10 +749,7 @@ impl Evaluator<'_> {
                 if !p.record.contains(&c.name) {
                     continue;
                 }
-                let at = p.place(&Loc {
-                    file: loc.file.clone(),
-                    line: c.line,
-                });
+                let at = place_of(p, c.line);
                 let args = c
                     .args
                     .iter()
