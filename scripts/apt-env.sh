@@ -6,6 +6,7 @@
 # Sets:
 #   corpus     the corpus cache (ROCPACK_CORPUS, default ~/.cache/rocpack-corpus)
 #   apt_dir    the private apt state (ROCPACK_APT_DIR, default ~/.cache/rocpack-apt)
+#              (with ROCPACK_APT_DEB_SRC=1, also the deb-src line: give it its own ROCPACK_APT_DIR)
 #   O          the apt-get/apt-cache options that select it, as an array: apt-get "${O[@]}" ...
 # Defines:
 #   apt_refresh NAME   refreshes the private package lists at most once a day; when the mirror
@@ -20,8 +21,18 @@
 corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus}
 apt_dir=${ROCPACK_APT_DIR:-$HOME/.cache/rocpack-apt}
 mkdir -p "$corpus" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
-  > "$apt_dir/sources.list"
+# ROCPACK_APT_DEB_SRC=1 adds a deb-src line (scripts/derive-facts.sh reads source packages). It
+# comes with its own ROCPACK_APT_DIR: a caller without it would rewrite the list and drop the
+# Sources index at its next update.
+if [ -n "${ROCPACK_APT_DEB_SRC:-}" ]; then
+  printf '%s\n' \
+    "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
+    "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
+    > "$apt_dir/sources.list"
+else
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
+    > "$apt_dir/sources.list"
+fi
 # The Sandbox::User setting lets apt-get download as root without a "_apt" user owning the
 # private directories.
 O=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=-
@@ -35,7 +46,8 @@ apt_lock() {
 
 apt_refresh() {
   local stamp="$apt_dir/lists/.rocpack-updated"
-  if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
+  if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ] ||
+     { [ -n "${ROCPACK_APT_DEB_SRC:-}" ] && ! compgen -G "$apt_dir/lists/*_Sources*" > /dev/null; }; then
     # --error-on=any: without it apt-get update exits 0 when the mirror cannot be reached
     # ("W: Failed to fetch ... Some index files failed to download").
     if apt-get "${O[@]}" -qq --error-on=any update >&2; then

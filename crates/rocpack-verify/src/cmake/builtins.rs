@@ -186,7 +186,9 @@ impl Evaluator<'_> {
         if !self.spend_bytes(text.len(), loc) {
             return;
         }
-        self.set_var(name, Val { text, unknown });
+        let v = Val { text, unknown };
+        self.record_assign(name, Some(&v), loc);
+        self.set_var(name, v);
     }
 
     fn set_unknown(&mut self, name: &str, reason: String) {
@@ -207,11 +209,18 @@ impl Evaluator<'_> {
                         self.env.remove(e);
                     } else if parent {
                         self.set_parent(&n.text, None);
+                    } else if self.project_mode() && args.get(1).is_some_and(|a| a.text == "CACHE")
+                    {
+                        if let Some(p) = self.s.project.as_mut() {
+                            p.cache.remove(&n.text);
+                        }
                     } else {
+                        self.record_assign(&n.text, None, loc);
                         self.unset_var(&n.text);
                     }
                 }
             }
+            "option" if self.project_mode() => self.project_option(&args, loc),
             "option" => {
                 if let Some(n) = args.first() {
                     if matches!(self.lookup(&n.text), Lookup::Undefined) {
@@ -283,6 +292,12 @@ impl Evaluator<'_> {
             "get_property" => self.cmd_get_property(&args),
             "target_link_libraries" | "target_include_directories" | "target_link_directories" => {
                 self.cmd_target_usage(name, &args, loc)
+            }
+            "find_package" | "find_dependency" if self.project_mode() => {
+                self.project_find_package(&args)
+            }
+            "add_subdirectory" if self.project_mode() => {
+                return self.project_add_subdirectory(&args, loc);
             }
             "find_package" | "find_dependency" => {
                 if let Some(pkg) = args.first() {
@@ -420,9 +435,11 @@ impl Evaluator<'_> {
         }
         let mut cache = false;
         let mut force = false;
+        let mut cache_rest: &[Arg] = &[];
         if let Some(pos) = vals.iter().position(|a| !a.quoted && a.text == "CACHE") {
             cache = true;
             force = tail(vals, pos).iter().any(|a| a.text == "FORCE");
+            cache_rest = tail(vals, pos);
             vals = vals.get(..pos).unwrap_or_default();
         }
         if let Some(e) = name
@@ -452,7 +469,10 @@ impl Evaluator<'_> {
             } else {
                 Some(Val { text, unknown })
             };
+            self.record_assign(&name.text, v.as_ref(), loc);
             self.set_parent(&name.text, v);
+        } else if cache && self.project_mode() {
+            self.project_set_cache(&name.text, Val { text, unknown }, cache_rest, force, loc);
         } else if cache {
             // A cache entry does not replace a variable that is already set (CMP0126), and an
             // existing entry stays unless FORCE; both read the same here.
@@ -460,6 +480,7 @@ impl Evaluator<'_> {
                 self.store(&name.text, text, unknown, loc);
             }
         } else if vals.is_empty() {
+            self.record_assign(&name.text, None, loc);
             self.unset_var(&name.text);
         } else {
             self.store(&name.text, text, unknown, loc);
@@ -1170,7 +1191,13 @@ impl Evaluator<'_> {
                     return;
                 }
                 let mut out = Vec::new();
-                for g in &globs {
+                let base = self.project_source_dir();
+                for g in &mut globs {
+                    if let (false, Some(b)) = (g.text.starts_with('/'), base.as_ref()) {
+                        // CMake reads a relative pattern against the current source directory
+                        // and lists its matches as absolute paths.
+                        g.text = join(b, &g.text);
+                    }
                     if !g.text.starts_with('/') {
                         self.set_unknown(&var, format!("file({}) of {} is relative to the calling project's source directory", sub.text, g.text));
                         return;
@@ -1217,6 +1244,35 @@ impl Evaluator<'_> {
                 };
                 let taint = dir.unknown.clone().or_else(|| file.unknown.clone());
                 self.store(&var, relative_path(&dir.text, &file.text), taint, loc);
+            }
+            "READ" | "STRINGS" if self.project_mode() => {
+                let (Some(p), Some(var)) = (args.get(1), a(2)) else {
+                    return;
+                };
+                if let Some(r) = &p.unknown {
+                    self.set_var(&var, Val::unknown(r.clone()));
+                    return;
+                }
+                match self.project_read(&p.text) {
+                    Ok(text) if sub.text == "READ" => self.store(&var, text, None, loc),
+                    Ok(text) => {
+                        // file(STRINGS): lines, without options (REGEX, LIMIT_COUNT, …) honoured
+                        // only when none is given.
+                        if args.len() > 3 {
+                            self.set_unknown(
+                                &var,
+                                format!(
+                                    "file(STRINGS) options at line {} are not evaluated",
+                                    loc.line
+                                ),
+                            );
+                        } else {
+                            let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+                            self.store(&var, lines.join(";"), None, loc);
+                        }
+                    }
+                    Err(e) => self.set_unknown(&var, e),
+                }
             }
             "READ" | "STRINGS" | "TIMESTAMP" | "SIZE" | "READ_SYMLINK" | "MD5" | "SHA1"
             | "SHA224" | "SHA256" | "SHA384" | "SHA512" | "SHA3_224" | "SHA3_256" | "SHA3_384"

@@ -111,6 +111,8 @@ pub(crate) struct Target {
 pub(crate) struct Frame {
     /// A failing `message(FATAL_ERROR)` inside this call is about a path already reported.
     pub suppress_fatal: bool,
+    /// Where the call is.
+    pub call: Loc,
 }
 
 /// How evaluation continues after a command.
@@ -146,6 +148,8 @@ pub(crate) struct Evaluator<'s> {
     /// Targets the files loaded so far create by name (`add_library(Foo::foo …)`): this
     /// package's own, absent until created, whatever dependencies were asked for.
     pub own_targets: HashSet<String>,
+    /// Project mode: the `if()` branches being evaluated, innermost last.
+    pub conditions: Vec<super::project::Condition>,
 }
 
 /// Variables CMake defines that this checker does not know, because they belong to the
@@ -187,6 +191,7 @@ impl<'s> Evaluator<'s> {
             line: 0,
             component: None,
             own_targets: HashSet::new(),
+            conditions: Vec::new(),
         };
         let known: &[(&str, &str)] = &[
             ("CMAKE_VERSION", "3.31.0"),
@@ -233,6 +238,11 @@ impl<'s> Evaluator<'s> {
     // ---- variables -------------------------------------------------------------------------
 
     pub fn lookup(&self, name: &str) -> Lookup {
+        if let Some(p) = self.s.project.as_ref() {
+            if p.watch.iter().any(|w| w == name) {
+                p.reads.borrow_mut().insert(name.to_owned());
+            }
+        }
         if name == "CMAKE_CURRENT_LIST_LINE" {
             return Lookup::Defined(Val::known(self.line.to_string()));
         }
@@ -243,6 +253,9 @@ impl<'s> Evaluator<'s> {
                     None => Lookup::Undefined,
                 };
             }
+        }
+        if let Some(v) = self.s.project.as_ref().and_then(|p| p.cache.get(name)) {
+            return Lookup::Defined(v.clone());
         }
         // After find_package(Foo), Foo's own variables (Foo_INCLUDE_DIRS, FOO_LIBRARIES, …)
         // are whatever Foo's config set; this checker does not follow it.
@@ -512,6 +525,29 @@ impl<'s> Evaluator<'s> {
         Ok(out)
     }
 
+    /// Arguments of `if()`/`while()`. In project mode an unquoted argument that expands to
+    /// nothing stays an empty argument, as CMake's condition evaluator sees it
+    /// (`if($ENV{UNSET} MATCHES "x")` is false, not malformed); config evaluation keeps its
+    /// behaviour.
+    fn expand_cond_args(&mut self, raw: &[RawArg], loc: &Loc) -> Result<Vec<Arg>, String> {
+        if !self.project_mode() {
+            return self.expand_args(raw, loc);
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        for a in raw {
+            let mut one = self.expand_args(std::slice::from_ref(a), loc)?;
+            if one.is_empty() && a.kind == ArgKind::Unquoted {
+                one.push(Arg {
+                    text: String::new(),
+                    quoted: false,
+                    unknown: None,
+                });
+            }
+            out.extend(one);
+        }
+        Ok(out)
+    }
+
     // ---- control flow ----------------------------------------------------------------------
 
     fn enter(&mut self, loc: &Loc) -> bool {
@@ -553,6 +589,35 @@ impl<'s> Evaluator<'s> {
         flow
     }
 
+    /// A branch body, with its condition on the project-mode condition stack. `negated`: the
+    /// `else()` of a single `if()`; an `else()` after `elseif()`s is recorded as unconditional.
+    fn nested_under(&mut self, cond: &[RawArg], negated: bool, body: &[Node], loc: &Loc) -> Flow {
+        if !self.project_mode() || (cond.is_empty() && !negated) {
+            return self.nested(body, loc);
+        }
+        let text = cond
+            .iter()
+            .map(RawArg::display)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let at = self.s.project.as_ref().map(|p| p.place(loc));
+        let pushed = match at {
+            // A prelude definition's own branches are not the project's conditions.
+            Some(_) if loc.file.target == super::project::PRELUDE => false,
+            Some(at) if negated || !cond.is_empty() => {
+                self.conditions
+                    .push(super::project::Condition { text, negated, at });
+                true
+            }
+            _ => false,
+        };
+        let flow = self.nested(body, loc);
+        if pushed {
+            self.conditions.pop();
+        }
+        flow
+    }
+
     fn exec_node(&mut self, node: &Node, file: &Rc<SourceFile>) -> Flow {
         let line = match node {
             Node::Command(c) => c.line,
@@ -582,12 +647,14 @@ impl<'s> Evaluator<'s> {
                         line: *line,
                     };
                     self.line = *line;
-                    let verdict = match self.expand_args(cond, &loc) {
+                    let verdict = match self.expand_cond_args(cond, &loc) {
                         Ok(args) => self.condition(&args),
                         Err(e) => Err(e),
                     };
                     match verdict {
-                        Ok(true) => return self.nested(body, &loc),
+                        Ok(true) => {
+                            return self.nested_under(cond, false, body, &loc);
+                        }
                         Ok(false) => {}
                         Err(reason) => {
                             let text = cond
@@ -598,14 +665,23 @@ impl<'s> Evaluator<'s> {
                             self.note(
                                 &loc,
                                 format!("if({text}) at line {line} was not evaluated ({reason}); its block was skipped"),
-                                &[("condition", text.clone().into()), ("reason", reason.into())],
+                                &[("condition", text.clone().into()), ("reason", reason.clone().into())],
                             );
+                            let mut bodies: Vec<&[Node]> =
+                                branches.iter().map(|b| b.2.as_slice()).collect();
+                            if let Some(e) = else_body {
+                                bodies.push(e);
+                            }
+                            self.taint_skipped(&bodies, &reason, &loc);
                             return Flow::Next;
                         }
                     }
                 }
                 match else_body {
-                    Some(body) => self.nested(body, &loc),
+                    Some(body) => {
+                        let first = branches.first().map(|b| b.0.as_slice()).unwrap_or_default();
+                        self.nested_under(first, branches.len() == 1, body, &loc)
+                    }
                     None => Flow::Next,
                 }
             }
@@ -666,6 +742,7 @@ impl<'s> Evaluator<'s> {
                 return Flow::Next;
             }
         };
+        self.record_call(name, &args, loc);
         // A user definition replaces a built-in command of the same name, as in CMake.
         if let Some(def) = self.defs.get(name).cloned() {
             return self.call(&def, args, loc);
@@ -764,6 +841,7 @@ impl<'s> Evaluator<'s> {
                 ),
                 &[("reason", r.to_string().into())],
             );
+            self.taint_skipped(&[body], &r, loc);
             return Flow::Next;
         }
         let mut components = None;
@@ -906,7 +984,7 @@ impl<'s> Evaluator<'s> {
             if !self.tick(loc) {
                 return Flow::Abort;
             }
-            let verdict = match self.expand_args(raw, loc) {
+            let verdict = match self.expand_cond_args(raw, loc) {
                 Ok(args) => self.condition(&args),
                 Err(e) => Err(e),
             };
@@ -926,8 +1004,9 @@ impl<'s> Evaluator<'s> {
                     self.note(
                         loc,
                         format!("while({text}) at line {} was not evaluated ({reason}); the loop was skipped", loc.line),
-                        &[("condition", text.into()), ("reason", reason.into())],
+                        &[("condition", text.into()), ("reason", reason.clone().into())],
                     );
+                    self.taint_skipped(&[body], &reason, loc);
                     return Flow::Next;
                 }
             }
@@ -998,7 +1077,10 @@ impl<'s> Evaluator<'s> {
         if !self.enter(loc) {
             return Flow::Abort;
         }
-        self.frames.push(Frame { suppress_fatal });
+        self.frames.push(Frame {
+            suppress_fatal,
+            call: loc.clone(),
+        });
         let flow = if def.is_macro {
             let body = self.substitute_macro(def, &args, loc);
             match body {

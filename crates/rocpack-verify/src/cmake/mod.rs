@@ -76,6 +76,7 @@ mod consolidate;
 mod eval;
 mod lexer;
 mod paths;
+pub mod project;
 mod regex;
 
 use std::collections::HashSet;
@@ -126,6 +127,8 @@ pub(crate) struct Session {
     pub noted_commands: HashSet<(PathBuf, String)>,
     /// `(file, target)` pairs noted as undefined.
     pub noted_targets: HashSet<(PathBuf, String)>,
+    /// Project mode ([`project`]): a project's CMakeLists, not a package config.
+    pub project: Option<Box<project::ProjectState>>,
 }
 
 impl Session {
@@ -145,6 +148,7 @@ impl Session {
             reported: HashSet::new(),
             noted_commands: HashSet::new(),
             noted_targets: HashSet::new(),
+            project: None,
         }
     }
 
