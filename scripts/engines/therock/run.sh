@@ -33,8 +33,7 @@ fi
 src=$work/therock-${commit:0:8}
 if [ ! -e "$src/CMakeLists.txt" ]; then
   mkdir -p "$work"
-  git --git-dir="$git_dir" worktree add --detach "$src" "$commit" >/dev/null 2>&1 \
-    || { mkdir -p "$src" && git --git-dir="$git_dir" archive "$commit" | tar -x -C "$src"; }
+  mkdir -p "$src" && git --git-dir="$git_dir" archive "$commit" | tar -x -C "$src"
 fi
 if [ ! -e "$src/rocm-systems/projects/hip/VERSION" ]; then
   v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rocm-version"])' "$src/version.json")
