@@ -1,6 +1,7 @@
 //! The TheRock output checked against TheRock itself, as far as CI can without its sources:
 //! `data/engines/therock.toml` holds what scripts/engines/therock/extract.py read from ROCm/TheRock
-//! at the commit the knowledge base's TheRock snapshot cites. Each emitted `therock.cmake` is run
+//! at the commits the knowledge base's TheRock snapshots cite (`[facts."therock-<8 hex>"]`); each
+//! plan is checked against the snapshot its release names. Each emitted `therock.cmake` is run
 //! through what TheRock's configure does with it up to target and feature resolution
 //! (therock_validate_amdgpu_targets, therock_finalize_features, the lazy per-sub-project target
 //! checks, the composable-kernel gate), with the families, targets, features and sub-projects of
@@ -32,13 +33,33 @@ fn kb() -> &'static Knowledge {
     Knowledge::embedded().unwrap()
 }
 
-fn facts() -> Value {
+fn all_facts() -> Value {
     let text = include_str!("../data/engines/therock.toml");
     match toml::from_str::<toml::Table>(text) {
         Ok(t) => Value::Table(t),
         Err(e) => panic!("data/engines/therock.toml: {}", e.message()),
     }
 }
+
+/// The snapshot a release cites (`therock_snapshot`).
+fn snapshot_of(release: &str) -> String {
+    kb().releases[release].release.therock_snapshot.clone()
+}
+
+/// The facts read at the commit of a snapshot, shaped as `{ "facts": ... }` for the checks below.
+fn facts_of(snapshot: &str) -> Value {
+    let all = all_facts();
+    let f = all["facts"]
+        .get(snapshot)
+        .unwrap_or_else(|| {
+            panic!("no facts extracted for {snapshot} (re-run extract.py with its commit)")
+        })
+        .clone();
+    Value::Table(toml::Table::from_iter([("facts".to_owned(), f)]))
+}
+
+/// The snapshot whose features `emitters.toml` describes (the one 6.0-7.0 cite).
+const EMITTER_SNAPSHOT: &str = "therock-02eb4a57";
 
 fn plan(release: &str, gpus: &[&str], families: &[&str]) -> Plan {
     let request = Request {
@@ -222,10 +243,9 @@ fn subproject(component: &str) -> &str {
 
 #[test]
 fn therock_configures_every_emitted_cache_as_planned() {
-    let f = facts();
-    let gate = f["facts"]["ck_gate"]["_ck_supported_gfx_targets"]["targets"].clone();
-    let gate = strings(&gate);
     for (name, release, gpus, families) in REQUESTS {
+        let f = facts_of(&snapshot_of(release));
+        let gate = strings(&f["facts"]["ck_gate"]["_ck_supported_gfx_targets"]["targets"]);
         let plan = plan(release, gpus, families);
         let out = emit(kb(), &plan, Format::Therock);
         let cache = cache_entries(&out.files[0].1);
@@ -294,7 +314,7 @@ fn therock_configures_every_emitted_cache_as_planned() {
 /// configure rejected; the simulation must reject them the same way, or it proves nothing.
 #[test]
 fn resolution_rejects_what_therock_rejected() {
-    let f = facts();
+    let f = facts_of(EMITTER_SNAPSHOT);
     let one = BTreeMap::from([("THEROCK_AMDGPU_TARGETS".to_owned(), "gfx1030".to_owned())]);
     let e = resolve(&f, &one).err().unwrap();
     assert!(e.contains("requires dist AMDGPU targets"), "{e}");
@@ -331,7 +351,7 @@ fn resolution_rejects_what_therock_rejected() {
 /// `emitters.toml`'s TheRock features and fixed options are the ones at the extracted commit.
 #[test]
 fn emitter_knowledge_matches_therock() {
-    let f = facts();
+    let f = facts_of(EMITTER_SNAPSHOT);
     let features = f["facts"]["feature"].as_table().unwrap();
     let subs = f["facts"]["subproject"].as_table().unwrap();
     let therock = &kb().emitters.therock;
@@ -417,13 +437,24 @@ fn emitter_knowledge_matches_therock() {
 /// it cites: families, per-project exclusions, and the composable-kernel gate.
 #[test]
 fn snapshot_matches_therock_at_its_commit() {
-    let f = facts();
+    let all = all_facts();
+    let mut checked = 0;
+    for snap in &kb().snapshots {
+        let Some(raw) = all["facts"].get(&snap.id) else {
+            continue;
+        };
+        checked += 1;
+        let f = Value::Table(toml::Table::from_iter([("facts".to_owned(), raw.clone())]));
+        check_snapshot(snap, &f);
+    }
+    assert!(
+        checked > 0,
+        "no snapshot of families.toml has extracted facts"
+    );
+}
+
+fn check_snapshot(snap: &rocpack_plan::kb::Snapshot, f: &Value) {
     let commit = f["facts"]["commit"].as_str().unwrap();
-    let snap = kb()
-        .snapshots
-        .iter()
-        .find(|s| s.id.len() > 8 && commit.starts_with(&s.id["therock-".len()..]))
-        .unwrap_or_else(|| panic!("no snapshot cites {commit}"));
     let targets = f["facts"]["target"].as_table().unwrap();
     let families = f["facts"]["family"].as_table().unwrap();
     for (fam, members) in &snap.families {

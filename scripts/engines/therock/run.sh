@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Developer harness (not CI: it needs a clone of ROCm/TheRock): emits the TheRock initial cache for
 # each request of issue 13 and configures TheRock's real top-level CMakeLists with it, unchanged,
-# at the commit data/engines/therock.toml was extracted from. Then it compares what TheRock settled
+# at the commit of the TheRock snapshot the request's release cites (rocm-X.Y.toml
+# `therock_snapshot`, whose commit data/engines/therock.toml records). Then it compares what TheRock settled
 # on with the plan: the per-architecture targets, each planned component's GPU_TARGETS (from the
 # toolchain file TheRock writes per sub-project) and MIOpen's -DMIOPEN_USE_COMPOSABLEKERNEL.
 #
@@ -21,8 +22,13 @@ git_dir=${1:?usage: run.sh THEROCK_GIT_DIR [WORK_DIR]}
 work=${2:-${TMPDIR:-/tmp}/rocpack-therock}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 facts=$root/crates/rocpack-plan/data/engines/therock.toml
-commit=$(sed -n 's/^commit = "\([0-9a-f]\{40\}\)"$/\1/p' "$facts" | head -1)
-[ -n "$commit" ] || { echo "run.sh: no commit in $facts" >&2; exit 2; }
+
+# The commit of the snapshot a release cites.
+commit_of() {
+  local sid
+  sid=$(sed -n 's/^therock_snapshot = "\(.*\)"$/\1/p' "$root/crates/rocpack-plan/data/rocm-$1.toml")
+  sed -n "/^\[facts.\"$sid\"\]$/,/^commit = /s/^commit = \"\([0-9a-f]\{40\}\)\"$/\1/p" "$facts"
+}
 
 rocpack=${ROCPACK:-}
 if [ -z "$rocpack" ]; then
@@ -30,20 +36,25 @@ if [ -z "$rocpack" ]; then
   rocpack=$root/target/debug/rocpack
 fi
 
-src=$work/therock-${commit:0:8}
-if [ ! -e "$src/CMakeLists.txt" ]; then
-  mkdir -p "$work"
-  mkdir -p "$src" && git --git-dir="$git_dir" archive "$commit" | tar -x -C "$src"
-fi
-if [ ! -e "$src/rocm-systems/projects/hip/VERSION" ]; then
-  v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rocm-version"])' "$src/version.json")
-  IFS=. read -r major minor patch <<<"$v"
-  mkdir -p "$src/rocm-systems/projects/hip"
-  printf '#HIP_VERSION_MAJOR\n%s\n#HIP_VERSION_MINOR\n%s\n#HIP_VERSION_PATCH\n%s\n' \
-    "$major" "$minor" "${patch:-0}" > "$src/rocm-systems/projects/hip/VERSION"
-fi
+# An export of TheRock at a commit, without submodules: the sub-project source directories are
+# empty; rocm-systems/projects/hip/VERSION, read before target selection, is written from
+# version.json.
+checkout() {
+  local commit=$1 src=$work/therock-${1:0:8}
+  if [ ! -e "$src/CMakeLists.txt" ]; then
+    mkdir -p "$src" && git --git-dir="$git_dir" archive "$commit" | tar -x -C "$src"
+  fi
+  if [ ! -e "$src/rocm-systems/projects/hip/VERSION" ]; then
+    local v major minor patch
+    v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rocm-version"])' "$src/version.json")
+    IFS=. read -r major minor patch <<<"$v"
+    mkdir -p "$src/rocm-systems/projects/hip"
+    printf '#HIP_VERSION_MAJOR\n%s\n#HIP_VERSION_MINOR\n%s\n#HIP_VERSION_PATCH\n%s\n' \
+      "$major" "$minor" "${patch:-0}" > "$src/rocm-systems/projects/hip/VERSION"
+  fi
+  echo "$src"
+}
 
-echo "TheRock $commit ($(git --git-dir="$git_dir" log -1 --format=%cs "$commit"), version.json $(tr -d ' \n' < "$src/version.json"))"
 echo "cmake: $(cmake --version | head -1)"
 
 requests=(
@@ -58,6 +69,10 @@ for r in "${requests[@]}"; do
   name=${r%%|*}
   args=${r#*|}
   out=$work/$name
+  release=$(sed -n 's/.*--release \([0-9.]*\).*/\1/p' <<<"$args")
+  commit=$(commit_of "$release")
+  [ -n "$commit" ] || { echo "run.sh: no extracted commit for ROCm $release's snapshot" >&2; exit 2; }
+  src=$(checkout "$commit")
   rm -rf "$out"
   mkdir -p "$out/emit"
   # shellcheck disable=SC2086
@@ -67,6 +82,7 @@ for r in "${requests[@]}"; do
   echo
   echo "== ($name) rocpack plan $args --all --format therock"
   grep -v '^#' "$out/emit/therock.cmake" | sed 's/^/   cache: /'
+  echo "   TheRock $commit ($(git --git-dir="$git_dir" log -1 --format=%cs "$commit"), version.json $(tr -d ' \n' < "$src/version.json"))"
   echo "   \$ cmake -G Ninja -C therock.cmake -S <TheRock@${commit:0:8}> -B build"
   if cmake -G Ninja -C "$out/emit/therock.cmake" -S "$src" -B "$out/build" > "$out/configure.log" 2>&1; then
     echo "   configure: OK ($(tail -1 "$out/configure.log"))"
