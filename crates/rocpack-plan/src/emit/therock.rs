@@ -1,9 +1,11 @@
-//! TheRock: the super-project's own cache variables. Targets go in as TheRock families
-//! (`THEROCK_AMDGPU_FAMILIES`) when the request named them, loose targets as
-//! `THEROCK_AMDGPU_TARGETS`; a component that is not built turns its `THEROCK_ENABLE_<FEATURE>`
-//! off when nothing else of that feature is built. TheRock decides each sub-project's list itself
-//! (its exclusions are in the plan when it was made for TheRock), so per-component lists and most
-//! options are comments.
+//! TheRock: the super-project's own cache variables. Every selection goes into
+//! `THEROCK_AMDGPU_FAMILIES` (the requested families, and loose targets as the one-target family
+//! TheRock makes of each), with `THEROCK_AMDGPU_DIST_BUNDLE_NAME` when there is more than one; a
+//! component that is not built turns its `THEROCK_ENABLE_<FEATURE>` off when nothing else of that
+//! feature is built and TheRock's feature resolution would not turn it back on. TheRock decides
+//! each sub-project's list itself (its exclusions are in the plan when it was made for TheRock), so
+//! per-component lists and most options are comments. tests/engine_therock.rs checks the result
+//! against TheRock's own sources (data/engines/therock.toml).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -151,7 +153,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             })
             .unwrap_or_default();
         let why = match dependents.get(feature) {
-            Some(on) => format!("it requires THEROCK_ENABLE_{on}, which is off"),
+            Some(required) => format!("it requires THEROCK_ENABLE_{required}, which is off"),
             None => format!(
                 "components of this feature are not built: {}",
                 mine.join(", ")
