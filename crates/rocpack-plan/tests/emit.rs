@@ -200,6 +200,14 @@ fn check_header(plan: &Plan, text: &str, format: Format) {
 // ------------------------------------------------------------------------------------------------
 // CMake
 
+/// The settings a CMake cache writes: an empty target list is left out (tests/engine_cmake.rs).
+fn cmake_written(c: &rocpack_plan::model::ComponentPlan) -> Vec<&rocpack_plan::model::Setting> {
+    c.settings
+        .iter()
+        .filter(|s| !(s.value.is_empty() && c.is_target_setting(s)))
+        .collect()
+}
+
 #[test]
 fn cmake_initial_caches_load_into_cmake_with_the_planned_values_and_types() {
     require_tool("cmake", &["--version"]);
@@ -215,8 +223,9 @@ fn cmake_initial_caches_load_into_cmake_with_the_planned_values_and_types() {
             assert_eq!(file, &format!("{}.cmake", c.name));
             check_header(&plan, script, Format::Cmake);
             let cache = cmake_cache(&scratch(&format!("cmake-{name}-{}", c.name)), script);
-            assert_eq!(cache.len(), c.settings.len(), "{name} {file}: {cache:?}");
-            for s in &c.settings {
+            let written = cmake_written(c);
+            assert_eq!(cache.len(), written.len(), "{name} {file}: {cache:?}");
+            for s in written {
                 let (t, v) = &cache[&s.name];
                 assert_eq!(t, kind_name(s.kind), "{name} {file} {}", s.name);
                 assert_eq!(v, &s.value, "{name} {file} {}", s.name);
@@ -239,13 +248,12 @@ fn cmake_argument_lines_split_into_the_planned_definitions() {
         let built: Vec<_> = plan
             .components
             .iter()
-            .filter(|c| c.is_built() && !c.settings.is_empty())
+            .filter(|c| c.is_built() && !cmake_written(c).is_empty())
             .collect();
         assert_eq!(lines.len(), built.len(), "{name}");
         for (line, c) in lines.iter().zip(&built) {
-            let want: Vec<String> = c
-                .settings
-                .iter()
+            let want: Vec<String> = cmake_written(c)
+                .into_iter()
                 .map(|s| format!("-D{}:{}={}", s.name, kind_name(s.kind), s.value))
                 .collect();
             assert_eq!(shell_split(line), want, "{name} {}", c.name);
@@ -716,19 +724,28 @@ fn therock_cache_loads_into_cmake_and_turns_off_what_is_not_built() {
             .filter(|f| f.defined_by.starts_with("TheRock"))
             .map(|f| f.family.as_str())
             .collect();
-        if therock_families.is_empty() {
-            assert!(!cache.contains_key("THEROCK_AMDGPU_FAMILIES"), "{name}");
-            let (t, v) = &cache["THEROCK_AMDGPU_TARGETS"];
-            assert_eq!(t, "STRING");
-            let listed: Vec<String> = v.split(';').map(str::to_owned).collect();
-            assert!(listed.iter().all(|x| processors(&plan.targets).contains(x)));
-        } else {
-            assert_eq!(
-                cache["THEROCK_AMDGPU_FAMILIES"],
-                ("STRING".to_owned(), therock_families.join(";")),
-                "{name}"
-            );
-        }
+        // Loose targets join the families list (each target is a TheRock family of its own
+        // name); THEROCK_AMDGPU_TARGETS is never written.
+        assert!(!cache.contains_key("THEROCK_AMDGPU_TARGETS"), "{name}");
+        let (t, v) = &cache["THEROCK_AMDGPU_FAMILIES"];
+        assert_eq!(t, "STRING");
+        let listed: Vec<&str> = v.split(';').collect();
+        assert!(
+            therock_families.iter().all(|f| listed.contains(f)),
+            "{name}: {v}"
+        );
+        let targets = processors(&plan.targets);
+        assert!(
+            listed
+                .iter()
+                .all(|x| therock_families.contains(x) || targets.iter().any(|t| t == x)),
+            "{name}: {v}"
+        );
+        assert_eq!(
+            cache.contains_key("THEROCK_AMDGPU_DIST_BUNDLE_NAME"),
+            listed.len() > 1,
+            "{name}: a bundle name is needed exactly when more than one selection is made"
+        );
         for (var, (t, v)) in &cache {
             if let Some(feature) = var.strip_prefix("THEROCK_ENABLE_") {
                 assert_eq!((t.as_str(), v.as_str()), ("BOOL", "OFF"), "{name}: {var}");
@@ -740,6 +757,16 @@ fn therock_cache_loads_into_cmake_and_turns_off_what_is_not_built() {
                         .all(|p| &p.name != c || !p.is_built())),
                     "{name}: {var}=OFF though a component of it is built"
                 );
+                // Not one that TheRock's therock_finalize_features turns back on.
+                for (other, g) in &kb().emitters.therock.feature {
+                    let other_off = cache
+                        .get(&format!("THEROCK_ENABLE_{other}"))
+                        .is_some_and(|(_, v)| v == "OFF");
+                    assert!(
+                        other_off || !g.requires.iter().any(|r| r == feature),
+                        "{name}: {var}=OFF is undone while THEROCK_ENABLE_{other} is on"
+                    );
+                }
             }
         }
         // The argument line says the same as the cache.
@@ -772,10 +799,13 @@ fn therock_family_request_uses_families_and_switches_miopen_ck_off() {
         line.starts_with("-DTHEROCK_AMDGPU_FAMILIES:STRING=gfx110X-dgpu "),
         "{line}"
     );
+    // MIOpen (built) requires COMPOSABLE_KERNEL: TheRock would turn it back on, so it is not
+    // written OFF; MIOpen's use of CK is.
     assert!(!line.contains("THEROCK_ENABLE_COMPOSABLE_KERNEL"), "{line}");
     assert!(
         line.contains("-DTHEROCK_MIOPEN_USE_COMPOSABLE_KERNEL:BOOL=OFF"),
         "{line}"
     );
     assert!(!line.contains("THEROCK_AMDGPU_TARGETS"), "{line}");
+    assert!(!line.contains("THEROCK_AMDGPU_DIST_BUNDLE_NAME"), "{line}");
 }

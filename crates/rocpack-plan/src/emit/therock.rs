@@ -1,18 +1,20 @@
-//! TheRock: the super-project's own cache variables. Targets go in as TheRock families
-//! (`THEROCK_AMDGPU_FAMILIES`) when the request named them, loose targets as
-//! `THEROCK_AMDGPU_TARGETS`; a component that is not built turns its `THEROCK_ENABLE_<FEATURE>`
-//! off when nothing else of that feature is built. TheRock decides each sub-project's list itself
-//! (its exclusions are in the plan when it was made for TheRock), so per-component lists and most
-//! options are comments.
+//! TheRock: the super-project's own cache variables. Every selection goes into
+//! `THEROCK_AMDGPU_FAMILIES` (the requested families, and loose targets as the one-target family
+//! TheRock makes of each), with `THEROCK_AMDGPU_DIST_BUNDLE_NAME` when there is more than one; a
+//! component that is not built turns its `THEROCK_ENABLE_<FEATURE>` off when nothing else of that
+//! feature is built and TheRock's feature resolution would not turn it back on. TheRock decides
+//! each sub-project's list itself (its exclusions are in the plan when it was made for TheRock), so
+//! per-component lists and most options are comments. tests/engine_therock.rs checks the result
+//! against TheRock's own sources (data/engines/therock.toml).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::{
     Emission, Format, agreement, bool_value, cmake_cache_set, cmake_define, header_comments,
     processor, processors, push_comments, skip_reason,
 };
-use crate::kb::Knowledge;
+use crate::kb::{Knowledge, TheRockInfo};
 use crate::model::{Plan, SettingKind};
 
 pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
@@ -63,24 +65,41 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     if plan.targets.iter().any(|t| t.contains(':')) {
         notes.push("TheRock takes processor names only; :xnack/:sramecc dropped".to_owned());
     }
-    if !families.is_empty() {
-        let names: Vec<&str> = families.iter().map(|f| f.family.as_str()).collect();
+    // Every selection goes into the families list: TheRock makes each target a family of its own
+    // name, and only THEROCK_AMDGPU_FAMILIES also becomes the distribution-wide list
+    // (THEROCK_DIST_AMDGPU_FAMILIES falls back to it) that runtime and third-party sub-projects
+    // build for; loose THEROCK_AMDGPU_TARGETS leave that list empty and configure stops at the
+    // first such sub-project.
+    let selections: Vec<String> = families
+        .iter()
+        .map(|f| f.family.clone())
+        .chain(loose.iter().cloned())
+        .collect();
+    if !selections.is_empty() {
         vars.push((
             therock.families_variable.clone(),
-            names.join(";"),
+            selections.join(";"),
             SettingKind::String,
-            "the requested TheRock families".to_owned(),
+            match (families.is_empty(), loose.is_empty()) {
+                (false, true) => "the requested TheRock families",
+                (true, _) => "the requested targets (each target is a TheRock family of its own name)",
+                (false, false) => {
+                    "the requested TheRock families and targets (each target is a family of its own name)"
+                }
+            }
+            .to_owned(),
         ));
     }
-    if !loose.is_empty() {
+    if selections.len() > 1 {
         vars.push((
-            therock.targets_variable.clone(),
-            loose.join(";"),
+            therock.bundle_variable.clone(),
+            selections.join("-"),
             SettingKind::String,
-            "the requested targets that no requested TheRock family covers".to_owned(),
+            "more than one family or target selected: TheRock cannot infer the bundle name"
+                .to_owned(),
         ));
     }
-    if families.is_empty() && loose.is_empty() {
+    if selections.is_empty() {
         notes.push("no requested target is one TheRock knows: nothing to build".to_owned());
     }
 
@@ -92,7 +111,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         .map(|c| c.name.as_str())
         .collect();
     let in_plan: BTreeSet<&str> = plan.components.iter().map(|c| c.name.as_str()).collect();
-    let mut off: Vec<&str> = Vec::new();
+    let mut off: BTreeSet<&str> = BTreeSet::new();
     for c in plan.components.iter().filter(|c| !c.is_built()) {
         let Some((feature, f)) = therock.feature_of(&c.name) else {
             notes.push(format!(
@@ -109,14 +128,8 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             .filter(|x| built.contains(x))
             .collect();
         if others.is_empty() {
-            notes.push(format!(
-                "{}: not built: {} -> THEROCK_ENABLE_{feature}=OFF",
-                c.name,
-                skip_reason(c)
-            ));
-            if !off.contains(&feature) {
-                off.push(feature);
-            }
+            notes.push(format!("{}: not built: {}", c.name, skip_reason(c)));
+            off.insert(feature);
         } else {
             notes.push(format!(
                 "{}: not built in the plan ({}), but TheRock builds it with THEROCK_ENABLE_{feature} together with {}, which are built: it has no switch of its own",
@@ -126,44 +139,32 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             ));
         }
     }
+    let dependents = feature_closure(therock, &built, &mut off, &mut notes);
     for feature in &off {
+        let mine: Vec<String> = therock
+            .feature
+            .get(*feature)
+            .map(|f| {
+                f.components
+                    .iter()
+                    .filter(|c| in_plan.contains(c.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let why = match dependents.get(feature) {
+            Some(required) => format!("it requires THEROCK_ENABLE_{required}, which is off"),
+            None => format!(
+                "components of this feature are not built: {}",
+                mine.join(", ")
+            ),
+        };
         vars.push((
             format!("THEROCK_ENABLE_{feature}"),
             "OFF".to_owned(),
             SettingKind::Bool,
-            format!(
-                "components of this feature are not built: {}",
-                therock
-                    .feature
-                    .get(*feature)
-                    .map(|f| {
-                        f.components
-                            .iter()
-                            .filter(|c| in_plan.contains(c.as_str()))
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default()
-            ),
+            why,
         ));
-        let required_by: Vec<&str> = therock
-            .feature
-            .iter()
-            .filter(|(n, f)| !off.contains(&n.as_str()) && f.requires.iter().any(|r| r == feature))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        if !required_by.is_empty() {
-            notes.push(format!(
-                "THEROCK_ENABLE_{feature}=OFF is undone by TheRock's therock_finalize_features while {} is ON ({} requires {feature})",
-                required_by
-                    .iter()
-                    .map(|r| format!("THEROCK_ENABLE_{r}"))
-                    .collect::<Vec<_>>()
-                    .join(" or "),
-                required_by.join(", ")
-            ));
-        }
     }
 
     // Per-component lists and options.
@@ -263,4 +264,63 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         stdout,
         files: vec![("therock.cmake".to_owned(), cache)],
     }
+}
+
+/// Makes the `off` features what TheRock's `therock_finalize_features` will leave off: a feature
+/// with no built component that requires an off feature goes off too (else TheRock would turn the
+/// required one back on), and an off feature that a feature left on requires is taken out (TheRock
+/// turns it back on; writing OFF would only mislead). Returns, for the features added, the off
+/// feature each requires.
+fn feature_closure<'a>(
+    therock: &'a TheRockInfo,
+    built: &BTreeSet<&str>,
+    off: &mut BTreeSet<&'a str>,
+    notes: &mut Vec<String>,
+) -> BTreeMap<&'a str, &'a str> {
+    let mut added = BTreeMap::new();
+    loop {
+        let mut changed = false;
+        for (name, f) in &therock.feature {
+            if off.contains(name.as_str())
+                || f.components.iter().any(|c| built.contains(c.as_str()))
+            {
+                continue;
+            }
+            if let Some(r) = f.requires.iter().find(|r| off.contains(r.as_str())) {
+                let Some((required, _)) = therock.feature.get_key_value(r) else {
+                    continue;
+                };
+                off.insert(name.as_str());
+                added.insert(name.as_str(), required.as_str());
+                changed = true;
+            }
+        }
+        let undone: Vec<(&'a str, &'a str)> = off
+            .iter()
+            .filter_map(|f| {
+                therock
+                    .feature
+                    .iter()
+                    .find(|(n, g)| !off.contains(n.as_str()) && g.requires.iter().any(|r| r == f))
+                    .map(|(n, _)| (*f, n.as_str()))
+            })
+            .collect();
+        for (f, by) in undone {
+            off.remove(f);
+            added.remove(f);
+            notes.push(format!(
+                "THEROCK_ENABLE_{f} stays ON: TheRock's therock_finalize_features turns it back on while THEROCK_ENABLE_{by} is on ({by} requires {f})"
+            ));
+            changed = true;
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (f, r) in &added {
+        notes.push(format!(
+            "THEROCK_ENABLE_{f}=OFF as well: it requires {r}, which is off, and builds no planned component"
+        ));
+    }
+    added
 }

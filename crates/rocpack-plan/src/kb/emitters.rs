@@ -186,8 +186,12 @@ pub struct TheRockFeature {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TheRockInfo {
+    /// `THEROCK_AMDGPU_FAMILIES`: every selection, targets included (each is a family of its
+    /// own name).
     pub families_variable: String,
-    pub targets_variable: String,
+    /// `THEROCK_AMDGPU_DIST_BUNDLE_NAME`, required when more than one family or target is
+    /// selected.
+    pub bundle_variable: String,
     pub sources: Vec<String>,
     pub confidence: Option<String>,
     pub note: Option<String>,
