@@ -75,6 +75,8 @@ def main():
         if not line or line.startswith("#"):
             continue
         path = line.split("\t")[0]
+        if not path.startswith("metadata/md5-cache/"):
+            continue
         cat, pf = path[len("metadata/md5-cache/"):].split("/")
         pn = pf[: VERSION.search(pf).start()]
         meta = read_meta(CACHE / path)
@@ -88,12 +90,19 @@ def main():
 
     # Atoms to emerge: every built component's package that the repository carries, at the
     # plan's release line.
+    # ... except those the emitted package.use says not to emerge.
+    keep_out = set()
+    pu = plan_dir / "package.use/rocm"
+    for line in (pu.read_text().splitlines() if pu.exists() else []):
+        if line.startswith("#") and "do not emerge" in line:
+            words = [w.rstrip(":") for w in line.split() if "/" in w]
+            keep_out.update(words[:1])
     targets = []
     for c in plan["components"]:
         if c["status"] != "build":
             continue
         for atom in atom_of.get(c["name"], []):
-            if any(m["SLOT"].endswith(f"/{release}") for m in carried.get(atom, [])):
+            if atom not in keep_out and any(m["SLOT"].endswith(f"/{release}") for m in carried.get(atom, [])):
                 targets.append(f"={atom}-{release}*")
     # package.provided: every other package the carried ebuilds depend on, at a version that
     # satisfies all their atoms (checked with Portage's own matcher).
@@ -141,6 +150,8 @@ def main():
     (work / "root").mkdir()
 
     print(f"# release {release}; package.provided: {' '.join(provided)}")
+    if keep_out:
+        print(f"# not emerged (the plan says so): {' '.join(sorted(keep_out))}")
     if not targets:
         print(f"# no ebuild of ROCm {release} in the repository: nothing for Portage to resolve")
         sys.exit(3)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Developer harness (not CI: it needs PyPI and the files read from GitHub): emits the Gentoo
-# plans of issue 13's requests, plus gfx1030 at 6.4 (the seed's GPU on the nearest release line
-# Gentoo has), and feeds each to real Portage with harness.py. Prints everything emerge says.
+# plans of issue 13's requests (a)-(c), plus (d) gfx1030 at 6.4 (the seed's GPU on the nearest
+# release line Gentoo has), (e) gfx90a+gfx942 at 7.1 and (f) gfx1151 at 6.4, and feeds each to
+# real Portage with harness.py. Prints everything emerge says.
 #
 #   scripts/engines/gentoo/run.sh [OUT_DIR]
 #
@@ -35,5 +36,7 @@ run a --gpu gfx1030 --release 6.2
 run b --gpu gfx1100 --gpu gfx90a --release 6.4
 run c --gpu gfx1151 --gpu gfx1201 --release 7.1
 run d --gpu gfx1030 --release 6.4
+run e --gpu gfx90a --gpu gfx942 --release 7.1
+run f --gpu gfx1151 --release 6.4
 echo "# results under $out"
 exit $status
