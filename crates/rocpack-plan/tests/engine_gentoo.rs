@@ -28,8 +28,8 @@ use serde::Deserialize;
 
 const ENGINE: &str = include_str!("../data/engines/gentoo.toml");
 
-/// Issue 13's requests (a)-(c), gfx1030 on the nearest line Gentoo has, a CK-capable 7.1 plan and
-/// a target only the newer 6.4 ebuilds declare.
+/// Issue 13's requests (a)-(c), gfx1030 on the nearest line Gentoo has, a CK-capable 7.1 plan, a
+/// target only the newer 6.4 ebuilds declare, and the 7.0 line.
 const REQUESTS: &[(&str, &str, &[&str])] = &[
     ("a", "6.2", &["gfx1030"]),
     ("b", "6.4", &["gfx1100", "gfx90a"]),
@@ -37,6 +37,8 @@ const REQUESTS: &[(&str, &str, &[&str])] = &[
     ("d", "6.4", &["gfx1030"]),
     ("e", "7.1", &["gfx90a", "gfx942"]),
     ("f", "6.4", &["gfx1151"]),
+    ("g", "7.0", &["gfx1151", "gfx1201"]),
+    ("h", "7.0", &["gfx1030"]),
 ];
 
 #[derive(Deserialize)]

@@ -96,7 +96,14 @@ def cmake_facts(ebuild_files, path, cache_md5):
     ebuild whose md5 is the one its metadata-cache entry was generated from is used."""
     row = ebuild_files.get(path)
     if row is None:
-        return None
+        # Gentoo often copies an ebuild unchanged to the next version: a read ebuild of the same
+        # package with the md5 the cache entry was generated from has exactly these bytes.
+        same = [r for p, r in sorted(ebuild_files.items())
+                if p.rsplit("/", 1)[0] == path.rsplit("/", 1)[0] and r[2] == cache_md5]
+        if not same:
+            return None
+        row = same[0]
+        path = row[0]
     _, commit, md5 = row
     if md5 != cache_md5:
         die(f"{path}: md5 {md5} is not the _md5_ {cache_md5} of its metadata-cache entry")
