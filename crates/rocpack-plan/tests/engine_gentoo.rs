@@ -689,3 +689,107 @@ fn portage_layers_replace_use_expand_defaults() {
     );
     assert!(!u.contains("rocblas") && u.contains("hipblaslt"));
 }
+
+/// `flag? ( || ( amdgpu_targets_... ) )` of a REQUIRED_USE: the targets the flag needs one of.
+fn flag_requires(nodes: &[Node], flag: &str) -> Option<BTreeSet<String>> {
+    nodes.iter().find_map(|n| match n {
+        Node::Group {
+            op: Op::If {
+                flag: f,
+                negated: false,
+            },
+            children,
+        } if f == flag => children.iter().find_map(|c| match c {
+            Node::Group {
+                op: Op::AnyOf,
+                children,
+            } => Some(
+                children
+                    .iter()
+                    .filter_map(|x| match x {
+                        Node::Flag { name, .. } => {
+                            name.strip_prefix("amdgpu_targets_").map(str::to_owned)
+                        }
+                        Node::Group { .. } => None,
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        }),
+        Node::Group { children, .. } => flag_requires(children, flag),
+        Node::Flag { .. } => None,
+    })
+}
+
+#[test]
+fn emitters_toml_gentoo_facts_match_the_ebuilds() {
+    let e = engine();
+    let g = &kb().emitters.gentoo;
+    let mut bad = Vec::new();
+    // The release lines.
+    let lines: BTreeSet<&str> = e
+        .components
+        .values()
+        .flat_map(|c| c.releases.iter().map(String::as_str))
+        .collect();
+    let listed: BTreeSet<&str> = g.releases.iter().map(String::as_str).collect();
+    if lines != listed {
+        bad.push(format!(
+            "[gentoo] releases {listed:?}, the ebuilds' {lines:?}"
+        ));
+    }
+    let released: BTreeSet<&str> = e.facts.ebuild.iter().map(|x| x.release.as_str()).collect();
+    let no_targets = make_conf_vars("AMDGPU_TARGETS=\"\"\n");
+    for atom in e.components.values().map(|c| c.package.as_str()) {
+        let info = g.package.get(atom);
+        for release in &released {
+            let Some(eb) = ebuild_for(&e, atom, release) else {
+                continue;
+            };
+            let who = format!("{atom}-{}", eb.version);
+            // Targets: the package's own list, else rocm.eclass's.
+            let declared: BTreeSet<&str> = eb.amdgpu_targets.iter().map(String::as_str).collect();
+            let listed = info
+                .and_then(|i| i.targets.get(*release))
+                .or_else(|| g.targets.get(*release));
+            let listed: BTreeSet<&str> = listed.into_iter().flatten().map(String::as_str).collect();
+            if declared != listed {
+                bad.push(format!(
+                    "{who}: IUSE targets {declared:?}, emitters.toml {listed:?}"
+                ));
+            }
+            // Whether an empty target list passes REQUIRED_USE.
+            let use_ = effective_use(eb, &e.facts.profile, &no_targets, "");
+            let optional = parse_required_use(&eb.required_use)
+                .and_then(|n| eval(&n, &use_, &eb.iuse_names()))
+                .unwrap_or(false);
+            let said = info.is_some_and(|i| i.optional_targets.iter().any(|r| r == release));
+            if optional != said {
+                bad.push(format!(
+                    "{who}: needs no target: {optional}, optional_targets says {said}"
+                ));
+            }
+            // Flags REQUIRED_USE ties to targets.
+            let nodes = parse_required_use(&eb.required_use).unwrap_or_default();
+            for o in info.map(|i| i.option.as_slice()).unwrap_or_default() {
+                let Some(flag) = o.knob.as_deref().filter(|_| o.holds_for(release)) else {
+                    continue;
+                };
+                let need = flag_requires(&nodes, flag).unwrap_or_default();
+                let said: BTreeSet<String> = o.requires_targets.iter().cloned().collect();
+                if need != said {
+                    bad.push(format!(
+                        "{who}: USE={flag} needs one of {need:?}, requires_targets {said:?}"
+                    ));
+                }
+                if !eb.iuse_names().contains(flag) {
+                    bad.push(format!(
+                        "{who}: emitters.toml maps {} to USE={flag}, not in IUSE",
+                        o.option
+                    ));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
