@@ -278,7 +278,7 @@ def main():
             w(f"[components.{q(comp) if not re.fullmatch(r'[A-Za-z0-9_-]+', comp) else comp}]")
             w(f"package = {q(atom)}")
             w(f"releases = {qlist(lines)}")
-            w(f"versions = {qlist(sorted(vs, key=version_key))}")
+            w(f"note = {q('versions seen: ' + ' '.join(sorted(vs, key=version_key)))}")
     pr = profile_facts(profile)
     w("")
     w("# profiles/base/make.defaults: the USE_EXPAND variables and the flags the profile enables.")

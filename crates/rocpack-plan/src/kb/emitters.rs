@@ -143,8 +143,24 @@ pub struct NixPackage {
     pub attrs: Vec<String>,
     #[serde(default)]
     pub option: Vec<ToolOption>,
+    /// Arguments nixpkgs only accepts on under a condition on another component's targets.
+    #[serde(default)]
+    pub requires: Vec<NixRequirement>,
     pub sources: Vec<String>,
     pub confidence: Option<String>,
+    pub note: Option<String>,
+}
+
+/// `[[nix.package.<attr>.requires]]`: `argument = true` only when `component` is built for a
+/// target starting with `target_prefix` (nixpkgs marks the component broken otherwise).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NixRequirement {
+    pub argument: String,
+    /// The rocpack component (components.toml name).
+    pub component: String,
+    pub target_prefix: String,
+    pub sources: Vec<String>,
     pub note: Option<String>,
 }
 
@@ -240,6 +256,12 @@ impl EmitterKnowledge {
             out.push((format!("[nix.package.{n}]"), &p.sources));
             for o in &p.option {
                 out.push((format!("[nix.package.{n}] option {}", o.option), &o.sources));
+            }
+            for r in &p.requires {
+                out.push((
+                    format!("[nix.package.{n}] requires {}", r.argument),
+                    &r.sources,
+                ));
             }
         }
         out.push(("[therock]".to_owned(), &self.therock.sources));
