@@ -529,7 +529,7 @@ for i, pf in enumerate(pitfalls.get("pitfall", [])):
 
 emitters = load(DATA / "emitters.toml")
 KNOBS = {"spack": "variant", "gentoo": "flag", "nix": "argument", "therock": "variable"}
-OPTION_KEYS = {"option", "component", "fixed", "fixed_when", "releases", "sources", "confidence", "note"}
+OPTION_KEYS = {"option", "component", "fixed", "fixed_when", "releases", "requires_targets", "sources", "confidence", "note"}
 
 
 def packaged(system: str, name: str) -> list[str]:
@@ -558,6 +558,10 @@ def check_tool_options(where: str, tool: str, options, comps: list[str]) -> None
             if "fixed" not in o:
                 err(ow, "fixed_when without fixed")
             check_targets(ow, o["fixed_when"])
+        if "requires_targets" in o:
+            if tool != "gentoo" or KNOBS[tool] not in o:
+                err(ow, "requires_targets is for a Gentoo USE flag")
+            check_targets(ow, o["requires_targets"])
         rels = o.get("releases", list(RELEASES))
         for r in rels:
             if r not in RELEASES:

@@ -29,6 +29,7 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("rocm-6.4.toml", include_str!("../data/rocm-6.4.toml")),
     ("rocm-7.0.toml", include_str!("../data/rocm-7.0.toml")),
     ("rocm-7.1.toml", include_str!("../data/rocm-7.1.toml")),
+    ("engines/gentoo.toml", include_str!("../data/engines/gentoo.toml")),
     // TheRock's engines/therock.toml is not here: TheRock builds its own development line at each
     // commit (7.10, 7.11), not the ROCm releases the knowledge base plans; its snapshot of a
     // release is the commit of that release's day, and tests/engine_therock.rs reads the file.

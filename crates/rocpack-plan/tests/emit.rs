@@ -700,9 +700,14 @@ fn gentoo_options_become_use_flags() {
     let plan = plan_for("6.4", &["gfx1030"], &[], Format::Gentoo);
     let out = emit(kb(), &plan, Format::Gentoo);
     let lines = code_lines(&out.files[1].1);
-    assert!(lines.contains(&"sci-libs/rocBLAS -hipblaslt"), "{lines:?}");
+    // Every flag that carries an option is written out: rocBLAS 6.4.3-r1 builds Tensile only
+    // with VIDEO_CARDS=amdgpu, MIOpen 6.4.3-r1 declares rocblas off by default.
     assert!(
-        lines.contains(&"sci-libs/miopen -composable-kernel -hipblaslt"),
+        lines.contains(&"sci-libs/rocBLAS -hipblaslt video_cards_amdgpu"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"sci-libs/miopen -composable-kernel -hipblaslt rocblas"),
         "{lines:?}"
     );
 }

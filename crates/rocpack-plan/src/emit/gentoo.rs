@@ -2,30 +2,46 @@
 //! `/etc/portage/make.conf`, and `/etc/portage/package.use/rocm` with a per-package list where a
 //! package's planned list differs from the global one, and the USE flags that carry the plan's
 //! options. Only processor names exist as flags, and only those an ebuild declares count.
+//! Every USE flag that sets a planned CMake option is written out, on or off, whatever the
+//! ebuild's IUSE default; a flag the ebuild's REQUIRED_USE forbids for the planned targets is
+//! turned off and said to be NOT as planned, and a package whose REQUIRED_USE no planned target
+//! can satisfy is marked "do not emerge". What the ebuilds declare is checked against ::gentoo's
+//! metadata by tests/engine_gentoo.rs (data/engines/gentoo.toml).
 
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, header_comments, one_line, option_use, processors, push_comments,
-    skip_reason,
+    Emission, Format, OptionUse, agreement, bool_value, fixed_note, header_comments, one_line,
+    option_use, processors, push_comments, skip_reason,
 };
-use crate::kb::{GentooPackage, Knowledge, find_option};
-use crate::model::{ComponentPlan, Plan};
+use crate::kb::{GentooPackage, Knowledge, find_option, version_key};
+use crate::model::{ComponentPlan, Plan, Setting, SettingKind};
 
 pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let gentoo = &kb.emitters.gentoo;
     let variable = &gentoo.variable;
     let eclass = gentoo.targets.get(&plan.release);
+    let has_release = gentoo.releases.is_empty() || gentoo.releases.contains(&plan.release);
 
     // make.conf
     let head = header_comments(plan, Format::Gentoo);
     let mut make_conf = head.clone();
     let requested = processors(&plan.targets);
     let (global, dropped) = filter_flags(&requested, eclass);
-    let mut notes: Vec<String> = dropped
-        .iter()
-        .map(|t| flag_note(t, &plan.release, "rocm.eclass"))
-        .collect();
+    let mut notes: Vec<String> = Vec::new();
+    if !has_release {
+        notes.push(format!(
+            "::gentoo has no ebuild of ROCm {} for any ROCm package (it has {}; nearest: {}): Portage cannot build this plan as it is",
+            plan.release,
+            gentoo.releases.join(" "),
+            nearest(&gentoo.releases, &plan.release)
+        ));
+    }
+    notes.extend(
+        dropped
+            .iter()
+            .map(|t| flag_note(t, &plan.release, "rocm.eclass")),
+    );
     if eclass.is_none() {
         notes.push(format!(
             "no rocm.eclass target list known for ROCm {}; every requested processor is kept",
@@ -42,6 +58,9 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
 
     // package.use/rocm
     let mut package_use = head;
+    // Components Portage refuses under this plan; their dependents cannot be emerged either
+    // (plan.components is in build order, so a dependency comes first).
+    let mut refused: Vec<&str> = Vec::new();
     for c in &plan.components {
         let atoms: &[String] = kb
             .components
@@ -78,17 +97,44 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             }
             continue;
         }
+        let blocked: Vec<&str> = c
+            .deps
+            .iter()
+            .map(String::as_str)
+            .filter(|d| refused.contains(d))
+            .collect();
+        if !blocked.is_empty() {
+            let lines: Vec<String> = atoms
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{a} ({}): needs {}, which Portage refuses under this plan: do not emerge it",
+                        c.name,
+                        blocked.join(", ")
+                    )
+                })
+                .collect();
+            push_comments(&mut package_use, "", &lines);
+            refused.push(&c.name);
+            continue;
+        }
         for atom in atoms {
-            package_lines(
+            let refuses = package_lines(
                 &mut package_use,
+                kb,
                 plan,
                 c,
                 atom,
                 gentoo.package.get(atom),
-                eclass,
-                &global,
-                variable,
+                Lists {
+                    eclass: eclass.filter(|_| has_release),
+                    global: &global,
+                    variable,
+                },
             );
+            if refuses && !refused.contains(&c.name.as_str()) {
+                refused.push(&c.name);
+            }
         }
     }
 
@@ -106,47 +152,123 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     }
 }
 
+/// The target lists a package's lines are made from.
+struct Lists<'a> {
+    /// rocm.eclass's flags at the release (`None`: not known, or no ebuild of the release).
+    eclass: Option<&'a Vec<String>>,
+    /// make.conf's list.
+    global: &'a [String],
+    variable: &'a str,
+}
+
 /// The lines of one package: its own target list when it differs, its USE flags, and comments
-/// for what it cannot express.
-#[allow(clippy::too_many_arguments)]
+/// for what it cannot express. Returns whether Portage refuses the package (its REQUIRED_USE
+/// needs a target none of the planned or global targets provides).
 fn package_lines(
     out: &mut String,
+    kb: &Knowledge,
     plan: &Plan,
     c: &ComponentPlan,
     atom: &str,
     info: Option<&GentooPackage>,
-    eclass: Option<&Vec<String>>,
-    global: &[String],
-    variable: &str,
-) {
+    lists: Lists<'_>,
+) -> bool {
     let release = &plan.release;
+    let variable = lists.variable;
     let mut notes = Vec::new();
     let mut lines = Vec::new();
     let procs = processors(c.targets.as_deref().unwrap_or_default());
-    if let Some(planned) = &c.targets {
-        let (iuse, where_) = match info.and_then(|i| i.targets.get(release)) {
-            Some(own) => (Some(own), "the ebuild"),
-            None => (eclass, "rocm.eclass"),
+    let own = info.and_then(|i| i.targets.get(release));
+    let (iuse, where_) = match own {
+        Some(own) => (Some(own), "the ebuild"),
+        None => (lists.eclass, "rocm.eclass"),
+    };
+    let required = !info.is_some_and(|i| i.optional_targets.contains(release));
+    let mut refuses = false;
+    if iuse.is_some() {
+        // What the package gets: its planned list, or (no target selection, or none of the
+        // planned targets declared) the global list's flags it declares.
+        let (list, why) = match &c.targets {
+            Some(planned) => {
+                let (list, dropped) = filter_flags(&procs, iuse);
+                notes.extend(dropped.iter().map(|t| flag_note(t, release, where_)));
+                let why = if planned.is_empty() {
+                    "no planned target".to_owned()
+                } else {
+                    format!(
+                        "none of its planned targets ({}) is a flag of {where_}",
+                        planned.join(" ")
+                    )
+                };
+                (list, why)
+            }
+            None => (Vec::new(), "it selects no targets of its own".to_owned()),
         };
-        let (list, dropped) = filter_flags(&procs, iuse);
-        notes.extend(dropped.iter().map(|t| flag_note(t, release, where_)));
-        if planned.is_empty() {
-            notes.push(format!(
-                "no planned target; the ebuild needs at least one (ROCM_REQUIRED_USE), so it keeps the global {variable}"
-            ));
-        } else if list.is_empty() {
-            notes.push(format!(
-                "none of its planned targets ({}) is a flag of {where_}; it keeps the global {variable}",
-                planned.join(" ")
-            ));
-        } else if list != global {
+        if list.is_empty() {
+            let (kept, _) = filter_flags(lists.global, iuse);
+            if kept.is_empty() && required {
+                refuses = true;
+                notes.push(format!(
+                    "{why}, nor is any of the global {variable} a flag of {where_} for ROCm {release}; its REQUIRED_USE needs one, so Portage refuses it: do not emerge it"
+                ));
+            } else if kept.is_empty() {
+                notes.push(format!("{why}; it builds no device code"));
+            } else if c.targets.is_some() {
+                notes.push(format!(
+                    "{why}; it keeps the flags of the global {variable} it declares ({})",
+                    kept.join(" ")
+                ));
+            }
+        } else if list != lists.global {
             lines.push(format!("{atom} {variable}: -* {}", list.join(" ")));
         }
     }
+    let options = info.map(|i| i.option.as_slice()).unwrap_or_default();
+    let defaults = kb
+        .releases
+        .get(release)
+        .and_then(|r| r.components.get(&c.name));
+    let planned_value = |name: &str| {
+        c.setting(name)
+            .or_else(|| defaults.and_then(|d| d.option_default(name)))
+    };
+    // Every flag that sets an option: the plan's value, set or by default.
     let mut flags = Vec::new();
-    for s in c.option_settings() {
-        let o = info.and_then(|i| find_option(&i.option, &s.name, release));
-        let Some(o) = o else {
+    let mut passed = Vec::new();
+    for o in options.iter().filter(|o| o.holds_for(release)) {
+        let Some(flag) = &o.knob else { continue };
+        passed.push(o.option.as_str());
+        let Some(value) = planned_value(&o.option) else {
+            continue;
+        };
+        let Some(on) = bool_value_str(value) else {
+            notes.push(format!(
+                "{}={value}: not a boolean, so not passed as USE={flag}",
+                o.option
+            ));
+            continue;
+        };
+        if on
+            && !o.requires_targets.is_empty()
+            && !procs.iter().any(|p| o.requires_targets.contains(p))
+        {
+            flags.push(format!("-{flag}"));
+            notes.push(format!(
+                "{}={value}: the ebuild allows USE={flag} only with one of {} (REQUIRED_USE) and none is planned, so it builds {}=OFF (NOT as planned)",
+                o.option,
+                o.requires_targets.join(" "),
+                o.option
+            ));
+            continue;
+        }
+        flags.push(if on { flag.clone() } else { format!("-{flag}") });
+    }
+    // The plan's other settings: passed by the ebuild itself, or not at all.
+    for s in c
+        .option_settings()
+        .filter(|s| !passed.contains(&s.name.as_str()))
+    {
+        let Some(o) = find_option(options, &s.name, release) else {
             notes.push(format!(
                 "{}={}: no USE flag known; not passed",
                 s.name, s.value
@@ -157,19 +279,28 @@ fn package_lines(
         if o.knob.is_none() && o.fixed.is_some() && !o.fixed_when.is_empty() {
             continue;
         }
-        match option_use(o, s, "ebuild", |f| format!("USE={f}"), "no USE flag") {
-            OptionUse::Switch(flag, on) => flags.push(if on {
-                flag.to_owned()
-            } else {
-                format!("-{flag}")
-            }),
-            OptionUse::Note(n) => notes.push(n),
+        if let OptionUse::Note(n) =
+            option_use(o, s, "ebuild", |f| format!("USE={f}"), "no USE flag")
+        {
+            notes.push(n);
+        }
+    }
+    // Options the ebuild always fixes that the plan leaves at a different default.
+    for o in options.iter().filter(|o| {
+        o.holds_for(release)
+            && o.knob.is_none()
+            && o.fixed_when.is_empty()
+            && c.setting(&o.option).is_none()
+    }) {
+        let (Some(fixed), Some(value)) = (&o.fixed, planned_value(&o.option)) else {
+            continue;
+        };
+        if agreement(fixed, value) != "as planned" {
+            notes.push(fixed_note(&o.option, value, fixed, "ebuild"));
         }
     }
     // Options the ebuild sets itself for some targets, whether or not the plan sets them.
-    for o in info
-        .map(|i| i.option.as_slice())
-        .unwrap_or_default()
+    for o in options
         .iter()
         .filter(|o| o.holds_for(release) && !o.fixed_when.is_empty())
     {
@@ -193,7 +324,7 @@ fn package_lines(
         lines.push(format!("{atom} {}", flags.join(" ")));
     }
     if notes.is_empty() && lines.is_empty() {
-        return;
+        return refuses;
     }
     let _ = writeln!(out, "# {}", one_line(&c.name));
     push_comments(
@@ -204,8 +335,40 @@ fn package_lines(
             .map(|n| format!("{atom}: {n}"))
             .collect::<Vec<_>>(),
     );
-    for l in lines {
-        let _ = writeln!(out, "{l}");
+    if !refuses {
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+    refuses
+}
+
+/// A CMake boolean: `Some(true)` for ON, `Some(false)` for OFF (as a plan setting reads).
+fn bool_value_str(value: &str) -> Option<bool> {
+    bool_value(&Setting {
+        name: String::new(),
+        value: value.to_owned(),
+        kind: SettingKind::Bool,
+        why: String::new(),
+    })
+}
+
+/// The release lines just below and above `release` among `lines`.
+fn nearest(lines: &[String], release: &str) -> String {
+    let key = version_key(release);
+    let below = lines
+        .iter()
+        .filter(|l| version_key(l) < key)
+        .max_by_key(|l| version_key(l));
+    let above = lines
+        .iter()
+        .filter(|l| version_key(l) > key)
+        .min_by_key(|l| version_key(l));
+    let found: Vec<&str> = below.into_iter().chain(above).map(String::as_str).collect();
+    if found.is_empty() {
+        "none".to_owned()
+    } else {
+        found.join(", ")
     }
 }
 

@@ -28,6 +28,10 @@ pub struct ToolOption {
     pub fixed_when: Vec<String>,
     /// Release lines the entry holds for (`None`: all).
     pub releases: Option<Vec<String>>,
+    /// Gentoo: the flag is allowed only when one of these targets is enabled (REQUIRED_USE
+    /// `flag? ( || ( amdgpu_targets_... ) )`).
+    #[serde(default)]
+    pub requires_targets: Vec<String>,
     pub sources: Vec<String>,
     pub confidence: Option<String>,
     pub note: Option<String>,
@@ -99,6 +103,9 @@ pub struct GentooPackage {
     /// Release line -> the `amdgpu_targets_*` flags the ebuild declares, when not the eclass list.
     #[serde(default)]
     pub targets: BTreeMap<String, Vec<String>>,
+    /// Release lines whose ebuild does not require a target (no ROCM_REQUIRED_USE).
+    #[serde(default)]
+    pub optional_targets: Vec<String>,
     #[serde(default)]
     pub option: Vec<ToolOption>,
     pub sources: Vec<String>,
@@ -112,6 +119,9 @@ pub struct GentooPackage {
 pub struct GentooInfo {
     /// The USE_EXPAND variable (`AMDGPU_TARGETS`).
     pub variable: String,
+    /// ROCm release lines ::gentoo has ebuilds of (empty: not known).
+    #[serde(default)]
+    pub releases: Vec<String>,
     /// Release line -> the `amdgpu_targets_*` flags rocm.eclass declares.
     #[serde(default)]
     pub targets: BTreeMap<String, Vec<String>>,
