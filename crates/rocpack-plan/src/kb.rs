@@ -11,8 +11,10 @@ use serde::Deserialize;
 mod emitters;
 
 pub use emitters::{
-    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, SpackInfo, SpackPackage,
-    TheRockFeature, TheRockInfo, ToolOption, find_option,
+    EmitterKnowledge, EngineComponent, EngineInfo, EngineRepo, GentooInfo, GentooPackage, NixInfo,
+    NixPackage, SpackEngine, SpackFacts, SpackInfo, SpackPackage, SpackPackageFacts,
+    SpackPropagation, SpackUnsatisfiable, SpackVariant, TheRockFeature, TheRockInfo, ToolOption,
+    find_option,
 };
 
 /// The embedded data files, by name.
@@ -27,6 +29,10 @@ const FILES: &[(&str, &str)] = &[
     ("rocm-6.4.toml", include_str!("../data/rocm-6.4.toml")),
     ("rocm-7.0.toml", include_str!("../data/rocm-7.0.toml")),
     ("rocm-7.1.toml", include_str!("../data/rocm-7.1.toml")),
+    (
+        "engines/spack.toml",
+        include_str!("../data/engines/spack.toml"),
+    ),
 ];
 
 /// A knowledge-base file that does not parse or breaks a rule the planner relies on.
@@ -801,6 +807,8 @@ pub struct Knowledge {
     pub pitfalls: Vec<Pitfall>,
     /// What each build tool can express (`emitters.toml`).
     pub emitters: EmitterKnowledge,
+    /// What Spack's recipes accept (`engines/spack.toml`, extracted from spack-packages).
+    pub spack_engine: SpackEngine,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KbError> {
@@ -836,6 +844,7 @@ impl Knowledge {
         let fams: FamiliesFile = parse("families.toml", get("families.toml")?)?;
         let pits: PitfallsFile = parse("pitfalls.toml", get("pitfalls.toml")?)?;
         let emitters: EmitterKnowledge = parse("emitters.toml", get("emitters.toml")?)?;
+        let spack_engine: SpackEngine = parse("engines/spack.toml", get("engines/spack.toml")?)?;
         let mut releases = BTreeMap::new();
         for (name, text) in files {
             let Some(version) = name
@@ -882,6 +891,7 @@ impl Knowledge {
             special_targets: fams.special_targets,
             pitfalls,
             emitters,
+            spack_engine,
         };
         kb.check()?;
         Ok(kb)
