@@ -267,6 +267,71 @@ fn violations(plan: &Plan, text: &str) -> Vec<String> {
             }
         }
     }
+    // Every planned target that the variant accepts is in the list, unless a comment says that
+    // a dependency it propagates to is planned without it; a package left out while the recipe
+    // could take some of its targets says why.
+    for c in plan.components.iter().filter(|c| c.is_built()) {
+        let planned = c.targets.as_ref().unwrap_or(&plan.targets);
+        for name in &kb().components[&c.name].packages.spack {
+            let Some(pkg) = packages.get(name.as_str()) else {
+                continue;
+            };
+            let defs = definitions(pkg, TARGET_VARIANT, release);
+            // Not a spec of its own by design (Tensile, fetched by rocblas as a resource).
+            let not_root = kb()
+                .emitters
+                .spack
+                .package
+                .get(name)
+                .is_some_and(|p| p.root == Some(false));
+            if defs.is_empty() || not_root {
+                continue;
+            }
+            let accepted: Vec<String> = planned
+                .iter()
+                .filter_map(|t| {
+                    let p = t.split(':').next().unwrap_or(t);
+                    [t.as_str(), p]
+                        .into_iter()
+                        .find(|v| defs.iter().all(|d| targets_of(d).iter().any(|x| x == v)))
+                        .map(str::to_owned)
+                })
+                .collect();
+            let narrowed = |t: &str| {
+                text.lines().any(|l| {
+                    l.contains(&format!("({name}): "))
+                        && l.contains(&format!("left out of its {TARGET_VARIANT}"))
+                        && l.split_whitespace().any(|w| w == t)
+                })
+            };
+            match lists.get(name.as_str()) {
+                Some(list) => {
+                    for t in accepted
+                        .iter()
+                        .filter(|t| !list.contains(t) && !narrowed(t))
+                    {
+                        bad.push(format!(
+                            "{name}: planned target {t} is a value of {TARGET_VARIANT} but not in the list {}",
+                            list.join(",")
+                        ));
+                    }
+                }
+                None => {
+                    let said = text.lines().any(|l| {
+                        l.contains(&format!("({name}): left out of the specs"))
+                            && (l.contains("nearest release line")
+                                || l.contains("no target is left"))
+                    });
+                    if !accepted.is_empty() && !said {
+                        bad.push(format!(
+                            "{name}: left out although {TARGET_VARIANT} accepts {}",
+                            accepted.join(" ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
     // A built component whose package cannot be had at this release is said so, with the
     // nearest release line, and a plan finding names it.
     for c in plan.components.iter().filter(|c| c.is_built()) {
