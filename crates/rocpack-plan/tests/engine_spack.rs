@@ -316,6 +316,12 @@ fn violations(plan: &Plan, text: &str) -> Vec<String> {
                         ));
                     }
                 }
+                None if specs
+                    .iter()
+                    .any(|s| s.split('@').next() == Some(name.as_str())) =>
+                {
+                    // in the specs without a list: reported above
+                }
                 None => {
                     let said = text.lines().any(|l| {
                         l.contains(&format!("({name}): left out of the specs"))
