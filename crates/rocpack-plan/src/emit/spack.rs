@@ -36,6 +36,8 @@ enum Spec {
         targets: Option<Vec<String>>,
     },
     Left(String),
+    /// A component without a spec of its own (not built, no Spack package): its notes only.
+    Comment,
 }
 
 pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
@@ -57,7 +59,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                 component: &c.name,
                 name: "",
                 notes: vec![format!("{}: not built{what}: {}", c.name, skip_reason(c))],
-                spec: Spec::Left(String::new()),
+                spec: Spec::Comment,
             });
             continue;
         }
@@ -70,7 +72,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                         "{}: no Spack package known; its settings cannot be passed",
                         c.name
                     )],
-                    spec: Spec::Left(String::new()),
+                    spec: Spec::Comment,
                 });
             }
             continue;
@@ -90,16 +92,14 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let mut required: BTreeMap<&str, &[String]> = BTreeMap::new();
     let mut n_specs = 0usize;
     for e in &entries {
+        if matches!(e.spec, Spec::Comment) {
+            push_comments(&mut specs, "  ", &e.notes);
+            continue;
+        }
         let mut lines: Vec<String> = e
             .notes
             .iter()
-            .map(|n| {
-                if e.name.is_empty() {
-                    n.clone()
-                } else {
-                    format!("{} ({}): {n}", e.component, e.name)
-                }
-            })
+            .map(|n| format!("{} ({}): {n}", e.component, e.name))
             .collect();
         match &e.spec {
             Spec::Line { text, targets } => {
@@ -119,14 +119,13 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                 n_specs += 1;
             }
             Spec::Left(why) => {
-                if !why.is_empty() {
-                    lines.push(format!(
-                        "{} ({}): left out of the specs: {why}",
-                        e.component, e.name
-                    ));
-                }
+                lines.push(format!(
+                    "{} ({}): left out of the specs: {why}",
+                    e.component, e.name
+                ));
                 push_comments(&mut specs, "  ", &lines);
             }
+            Spec::Comment => {}
         }
     }
 
