@@ -23,7 +23,6 @@ import tomllib
 
 try:
     import spack.repo
-    import spack.spec
     import spack.version
 except ImportError:
     sys.exit("extract.py: run it with `spack python` (Spack's own interpreter and modules)")
@@ -385,7 +384,9 @@ def unsatisfiable(cls, line, classes):
                 continue
             dcls = classes[dname]
             dvers = [
-                d for d in dcls.versions if all(c.intersects(spack.version.ver(str(d))) for c in mine[dname])
+                d
+                for d in dcls.versions
+                if all(c.intersects(spack.version.ver(str(d))) for c in mine[dname])
             ]
             if not dvers:
                 continue
@@ -399,14 +400,16 @@ def unsatisfiable(cls, line, classes):
                 ccls = spack.repo.PATH.get_pkg_class(common)
                 if not ccls.versions:
                     continue
+                # every version of the dependency the package admits requires `common` too,
+                # and no version of `common` satisfies both
                 if all(
-                    not admits(
-                        mine[common] + unconditional_deps_at(dcls, d).get(common, []),
+                    common in unconditional_deps_at(dcls, d)
+                    and not admits(
+                        mine[common] + unconditional_deps_at(dcls, d)[common],
                         list(ccls.versions),
                     )
                     for d in dvers
-                    if common in unconditional_deps_at(dcls, d)
-                ) and any(common in unconditional_deps_at(dcls, d) for d in dvers):
+                ):
                     a = " ".join(f"{common}@{c}" for c in mine[common] if str(c) != ":")
                     b = " ".join(
                         sorted(
