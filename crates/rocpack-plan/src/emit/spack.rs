@@ -45,10 +45,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let mut specs = String::new();
     let mut entries: Vec<Entry> = Vec::new();
     for c in &plan.components {
-        let names: &[String] = kb
-            .components
-            .get(&c.name)
-            .map_or(&[], |i| &i.packages.spack);
+        let names = package_names(kb, &c.name);
         if !c.is_built() {
             let what = if names.is_empty() {
                 String::new()
@@ -192,6 +189,29 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         stdout: out.clone(),
         files: vec![("spack.yaml".to_owned(), out)],
     }
+}
+
+/// A component's Spack packages: as `components.toml` names them, else as the extraction found
+/// them in spack-packages (hipFFT, hipcc, ...).
+fn package_names<'a>(kb: &'a Knowledge, component: &str) -> Vec<&'a str> {
+    let listed = kb
+        .components
+        .get(component)
+        .map_or(&[][..], |i| i.packages.spack.as_slice());
+    if !listed.is_empty() {
+        return listed.iter().map(String::as_str).collect();
+    }
+    kb.spack_engine
+        .components
+        .get(component)
+        .map(|c| {
+            c.package
+                .iter()
+                .chain(c.packages.iter().flatten())
+                .map(String::as_str)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The release line nearest to `release` among `lines` that `ok` accepts (the newer on a tie).
