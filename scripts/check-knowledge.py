@@ -414,9 +414,10 @@ for rel, data in RELEASES.items():
 # --------------------------------------------------------------------------------------------
 # pitfalls.toml
 
-PRED_KEYS = {"all", "any", "not", "option", "variable_set", "variable_empty", "requested_any_of",
+PRED_KEYS = {"all", "any", "not", "option", "option_passed", "variable_set", "variable_empty", "requested_any_of",
              "requested_none_of", "requested_any_outside", "requested_any_outside_supported",
-             "effective_empty", "requested_unknown_to_compiler", "component_planned", "emitter"}
+             "effective_empty", "requested_unknown_to_compiler", "component_planned", "emitter",
+             "target_unknown"}
 
 
 def pred_component(where: str, value, comps: list[str]) -> list[str]:
@@ -444,9 +445,9 @@ def check_pred(where: str, p, comps: list[str], releases: list[str]) -> None:
             check_pred(f"{where}.{k}[{i}]", q, comps, releases)
     elif k == "not":
         check_pred(f"{where}.not", v, comps, releases)
-    elif k == "option":
+    elif k in ("option", "option_passed"):
         if "is" not in p:
-            err(where, "option predicate needs `is`")
+            err(where, f"{k} predicate needs `is`")
         for c in pred_component(where, p.get("component"), comps):
             if not any(v in option_names(r, c) for r in releases):
                 err(where, f"option {v!r} of {c} is not declared in any of the pitfall's releases")
@@ -468,6 +469,9 @@ def check_pred(where: str, p, comps: list[str], releases: list[str]) -> None:
     elif k == "emitter":
         if v not in EMITTERS:
             err(where, f"unknown emitter {v!r}")
+    elif k == "target_unknown":
+        if v not in ("dropped", "error"):
+            err(where, f"target_unknown must be dropped or error, not {v!r}")
 
 
 ids = set()
@@ -690,10 +694,12 @@ def try_request(argv: list[str]) -> None:
             options[(c, o["name"])] = o["default"]
         for od in d.get("optional_deps", []):
             options[(c, od["option"])] = od["default"]
+    passed = {}
     for kv_ in a.sets:
         c, rest = kv_.split(":", 1)
         k, v = rest.split("=", 1)
         options[(c, k)] = v
+        passed[(c, k)] = v
 
     def reads(c):
         t = comps.get(c, {}).get("targets") or {}
@@ -711,6 +717,8 @@ def try_request(argv: list[str]) -> None:
             return not holds(v, c)
         if k == "option":
             return options.get((cc, v), "") == p["is"]
+        if k == "option_passed":
+            return passed.get((cc, v)) == p["is"]
         if k == "variable_set":
             return v in reads(cc) and bool(effective(cc))
         if k == "variable_empty":
@@ -734,6 +742,8 @@ def try_request(argv: list[str]) -> None:
             return v in comps
         if k == "emitter":
             return v == a.emitter
+        if k == "target_unknown":
+            return ((comps.get(c, {}).get("targets") or {}).get("unknown")) == v
         raise ValueError(k)
 
     print(f"release {a.release}, requested {requested}, emitter {a.emitter}")

@@ -9,16 +9,17 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 mod emitters;
+mod engines;
 
 pub use emitters::{
-    EmitterKnowledge, EngineComponent, EngineInfo, EngineRepo, GentooInfo, GentooPackage, NixInfo,
-    NixPackage, SpackEngine, SpackFacts, SpackInfo, SpackPackage, SpackPackageFacts,
-    SpackPropagation, SpackUnsatisfiable, SpackVariant, TheRockFeature, TheRockInfo, ToolOption,
-    find_option,
+    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, NixRequirement, SpackFacts,
+    SpackInfo, SpackPackage, SpackPackageFacts, SpackPropagation, SpackUnsatisfiable, SpackVariant,
+    TheRockFeature, TheRockInfo, ToolOption, find_option,
 };
+pub use engines::{EngineComponent, EngineFacts, EngineInfo, EngineRepo, release_key};
 
 /// The embedded data files, by name.
-const FILES: &[(&str, &str)] = &[
+pub(crate) const FILES: &[(&str, &str)] = &[
     ("components.toml", include_str!("../data/components.toml")),
     ("emitters.toml", include_str!("../data/emitters.toml")),
     ("families.toml", include_str!("../data/families.toml")),
@@ -29,6 +30,7 @@ const FILES: &[(&str, &str)] = &[
     ("rocm-6.4.toml", include_str!("../data/rocm-6.4.toml")),
     ("rocm-7.0.toml", include_str!("../data/rocm-7.0.toml")),
     ("rocm-7.1.toml", include_str!("../data/rocm-7.1.toml")),
+    ("engines/nix.toml", include_str!("../data/engines/nix.toml")),
     (
         "engines/spack.toml",
         include_str!("../data/engines/spack.toml"),
@@ -534,6 +536,13 @@ pub enum Predicate {
         name: String,
         is: String,
     },
+    /// The plan passes the option explicitly with value `is` (by `--set` or a remedy): a
+    /// default that happens to be right does not count, since recipes and packagers change it.
+    OptionPassed {
+        component: Subject,
+        name: String,
+        is: String,
+    },
     /// The plan passes this variable non-empty.
     VariableSet {
         component: Subject,
@@ -552,6 +561,8 @@ pub enum Predicate {
     RequestedUnknownToCompiler,
     ComponentPlanned(String),
     Emitter(String),
+    /// What the component does with a target the compiler rejects (`targets.unknown`).
+    TargetUnknown(String),
 }
 
 /// The component a predicate is about: the one being evaluated, or a named one.
@@ -615,6 +626,13 @@ impl Predicate {
                 .map(str::to_owned)
                 .ok_or_else(|| format!("`{key}` must be a string"))
         };
+        let is = |what: &str| {
+            table
+                .get("is")
+                .and_then(toml::Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("`{what}` needs `is`"))
+        };
         let list = |what| -> Result<Vec<Predicate>, String> {
             value
                 .as_array()
@@ -630,11 +648,12 @@ impl Predicate {
             "option" => Predicate::Option {
                 component: Subject::from_name(component),
                 name: text()?,
-                is: table
-                    .get("is")
-                    .and_then(toml::Value::as_str)
-                    .ok_or("`option` needs `is`")?
-                    .to_owned(),
+                is: is("option")?,
+            },
+            "option_passed" => Predicate::OptionPassed {
+                component: Subject::from_name(component),
+                name: text()?,
+                is: is("option_passed")?,
             },
             "variable_set" => Predicate::VariableSet {
                 component: Subject::from_name(component),
@@ -654,6 +673,7 @@ impl Predicate {
             "requested_unknown_to_compiler" => Predicate::RequestedUnknownToCompiler,
             "component_planned" => Predicate::ComponentPlanned(text()?),
             "emitter" => Predicate::Emitter(text()?),
+            "target_unknown" => Predicate::TargetUnknown(text()?),
             other => return Err(format!("unknown predicate `{other}`")),
         })
     }
@@ -664,6 +684,10 @@ impl Predicate {
             Predicate::All(l) | Predicate::Any(l) => l.iter().for_each(|p| p.named_components(out)),
             Predicate::Not(p) => p.named_components(out),
             Predicate::Option {
+                component: Subject::Named(c),
+                ..
+            }
+            | Predicate::OptionPassed {
                 component: Subject::Named(c),
                 ..
             }
@@ -807,8 +831,10 @@ pub struct Knowledge {
     pub pitfalls: Vec<Pitfall>,
     /// What each build tool can express (`emitters.toml`).
     pub emitters: EmitterKnowledge,
-    /// What Spack's recipes accept (`engines/spack.toml`, extracted from spack-packages).
-    pub spack_engine: SpackEngine,
+    /// Tool name → what its package collection holds (`engines/<tool>.toml`).
+    pub engines: BTreeMap<String, EngineFacts>,
+    /// Spack's `[facts]` (`engines/spack.toml`), typed: what its recipes accept.
+    pub spack_facts: SpackFacts,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KbError> {
@@ -844,15 +870,15 @@ impl Knowledge {
         let fams: FamiliesFile = parse("families.toml", get("families.toml")?)?;
         let pits: PitfallsFile = parse("pitfalls.toml", get("pitfalls.toml")?)?;
         let emitters: EmitterKnowledge = parse("emitters.toml", get("emitters.toml")?)?;
-        let spack_engine: SpackEngine = parse("engines/spack.toml", get("engines/spack.toml")?)?;
+        // `(file, text, key)` for the files named `<prefix><key>.toml`.
+        let family = |prefix: &'static str| {
+            files.iter().filter_map(move |(name, text)| {
+                let key = name.strip_prefix(prefix)?.strip_suffix(".toml")?;
+                Some((*name, *text, key))
+            })
+        };
         let mut releases = BTreeMap::new();
-        for (name, text) in files {
-            let Some(version) = name
-                .strip_prefix("rocm-")
-                .and_then(|n| n.strip_suffix(".toml"))
-            else {
-                continue;
-            };
+        for (name, text, version) in family("rocm-") {
             let release: Release = parse(name, text)?;
             if release.release.version != version {
                 return Err(kb_error(
@@ -862,6 +888,18 @@ impl Knowledge {
             }
             releases.insert(version.to_owned(), release);
         }
+        let mut engines = BTreeMap::new();
+        for (name, text, tool) in family("engines/") {
+            let facts: EngineFacts = parse(name, text)?;
+            facts.check(tool).map_err(|e| kb_error(name, e))?;
+            engines.insert(tool.to_owned(), facts);
+        }
+        let spack_facts: SpackFacts = engines
+            .get("spack")
+            .and_then(|e: &EngineFacts| e.facts.clone())
+            .ok_or_else(|| kb_error("engines/spack.toml", "missing, or without [facts]"))?
+            .try_into()
+            .map_err(|e: toml::de::Error| kb_error("engines/spack.toml", e.to_string()))?;
         let mut pitfalls = Vec::new();
         for raw in pits.pitfall {
             let when = Predicate::parse(&raw.when)
@@ -891,7 +929,8 @@ impl Knowledge {
             special_targets: fams.special_targets,
             pitfalls,
             emitters,
-            spack_engine,
+            spack_facts,
+            engines,
         };
         kb.check()?;
         Ok(kb)
@@ -1002,6 +1041,18 @@ impl Knowledge {
         }
         for (at, keys) in self.emitters.source_lists() {
             source("emitters.toml", &at, keys)?;
+        }
+        for (tool, facts) in &self.engines {
+            if let Some(c) = facts
+                .components
+                .keys()
+                .find(|c| !self.components.contains_key(*c))
+            {
+                return Err(kb_error(
+                    &format!("engines/{tool}.toml"),
+                    format!("[components.{c}]: not in components.toml"),
+                ));
+            }
         }
         let therock = &self.emitters.therock;
         let named = therock
@@ -1121,8 +1172,8 @@ mod tests {
         );
         let e = with(
             "pitfalls.toml",
-            "when = { requested_unknown_to_compiler = true }",
-            "when = { requested_sometimes = true }",
+            "when = { all = [{ requested_unknown_to_compiler = true }",
+            "when = { all = [{ requested_sometimes = true }",
         );
         assert!(e.contains("unknown predicate `requested_sometimes`"), "{e}");
         let e = with("rocm-7.1.toml", "version = \"7.1\"", "version = \"7.2\"");

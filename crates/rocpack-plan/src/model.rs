@@ -69,6 +69,12 @@ impl Tool {
     }
 }
 
+/// How a fact's `confidence` (approximate, secondary, unconfirmed, …) is shown next to every plan
+/// line that rests on it: such a fact was not read at the release it describes.
+pub fn unverified(confidence: &str) -> String {
+    format!("unverified: {confidence}")
+}
+
 /// What the user asked for, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {

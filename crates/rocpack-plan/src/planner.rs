@@ -19,7 +19,7 @@ use crate::kb::{
 use crate::model::{
     Addition, ComponentPlan, Exclusion, FamilyCoverage, FamilyExpansion, Finding, FindingStatus,
     OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, Status, Summary, Tool, processor,
-    processors,
+    processors, unverified,
 };
 
 /// A request the knowledge base cannot plan.
@@ -220,9 +220,16 @@ impl Context<'_> {
             let proc_ = processor(target);
             let generic = proc_.ends_with("-generic");
             let (reason, sources) = if compiler.absent_targets.iter().any(|a| a == proc_) {
+                let then = if t.unknown.as_deref() == Some("error") {
+                    format!(
+                        "{name} checks only its own default list, so the target would reach the compiler and stop the build"
+                    )
+                } else {
+                    "rocm_check_target_ids would drop it without an error".to_owned()
+                };
                 (
                     format!(
-                        "the ROCm {} compiler does not know {proc_}; rocm_check_target_ids would drop it without an error",
+                        "the ROCm {} compiler does not know {proc_}; {then}",
                         self.rel.release.version
                     ),
                     compiler.sources.clone(),
@@ -242,7 +249,7 @@ impl Context<'_> {
                     let how = t
                         .supported_confidence
                         .as_deref()
-                        .map(|c| format!(" ({c})"))
+                        .map(|c| format!(" ({})", unverified(c)))
                         .unwrap_or_default();
                     (
                         format!(
@@ -360,7 +367,10 @@ impl Context<'_> {
         let mut vars = vec![(
             t.variable.clone(),
             match &t.variable_confidence {
-                Some(c) => format!("the target variable {name} reads first in ROCm {v} ({c})"),
+                Some(c) => format!(
+                    "the target variable {name} reads first in ROCm {v} ({})",
+                    unverified(c)
+                ),
                 None => format!("the target variable {name} reads first in ROCm {v}"),
             },
         )];
@@ -402,6 +412,14 @@ impl Context<'_> {
                 name,
                 is,
             } => self.option(st, component.resolve(this), name) == *is,
+            Predicate::OptionPassed {
+                component,
+                name,
+                is,
+            } => st
+                .options
+                .get(&(component.resolve(this).to_owned(), name.clone()))
+                .is_some_and(|(v, _, _)| v == is),
             Predicate::VariableSet { component, name } => {
                 let c = component.resolve(this);
                 self.target_variables(st, c).iter().any(|(n, _)| n == name)
@@ -442,7 +460,28 @@ impl Context<'_> {
                     .any(|a| a == t)
             }),
             Predicate::ComponentPlanned(c) => self.is_built(st, plan, c),
+            Predicate::TargetUnknown(how) => self
+                .component(this)
+                .and_then(|c| c.targets.as_ref())
+                .is_some_and(|t| t.unknown.as_deref() == Some(how.as_str())),
             Predicate::Emitter(e) => e == self.tool.as_str(),
+        }
+    }
+
+    /// Whether the release has what the remedy acts on: an option of a component it declares,
+    /// a component it has. A remedy of another release is never offered.
+    fn offered(&self, r: &Remedy, this: &str) -> bool {
+        let Some(c) = r.component(this) else {
+            return true;
+        };
+        let Some(rc) = self.component(c) else {
+            return false;
+        };
+        match r {
+            Remedy::SetOption { option, .. } | Remedy::UnsetOption { option, .. } => {
+                rc.option_default(option).is_some()
+            }
+            _ => true,
         }
     }
 
@@ -472,10 +511,13 @@ impl Context<'_> {
             let why = format!("{} ({})", pitfall.id, pitfall.message_head());
             match r {
                 Remedy::SetOption { option, value, .. } => {
-                    if user_set(st, option)
-                        || !declared(option)
-                        || self.option(st, c, option) == *value
-                    {
+                    // Passing a value that is also the default still counts: it pins the option
+                    // against a recipe or packager that changes it.
+                    let passed = st
+                        .options
+                        .get(&(c.to_owned(), option.clone()))
+                        .is_some_and(|(v, _, _)| v == value);
+                    if user_set(st, option) || !declared(option) || passed {
                         continue;
                     }
                     st.options
@@ -1105,7 +1147,12 @@ fn assemble(
                 message: p.message.clone(),
                 status,
                 resolution,
-                remedies: p.remedies.iter().map(remedy_text).collect(),
+                remedies: p
+                    .remedies
+                    .iter()
+                    .filter(|r| cx.offered(r, c))
+                    .map(remedy_text)
+                    .collect(),
                 sources: p.sources.clone(),
                 confidence: p.confidence.clone(),
             });
@@ -1138,6 +1185,7 @@ fn assemble(
             });
         }
     }
+    findings.extend(engine_lacks_release(cx, &out));
     // A component's own pitfall says more than the planner's generic "nothing to build".
     let covered: BTreeSet<String> = findings.iter().map(|f| f.component.clone()).collect();
     findings.extend(
@@ -1187,6 +1235,81 @@ fn assemble(
     }
 }
 
+/// The components the plan builds that the tool's own package collection has no package for at
+/// this release (`engines/<tool>.toml`), as one finding naming the nearest releases it has.
+fn engine_lacks_release(cx: &Context<'_>, comps: &[ComponentPlan]) -> Option<Finding> {
+    let engine = cx.kb.engines.get(cx.tool.as_str())?;
+    let release = cx.rel.release.version.as_str();
+    let lacking: Vec<(&str, &crate::kb::EngineComponent)> = comps
+        .iter()
+        .filter(|c| c.is_built())
+        .filter_map(|c| Some((c.name.as_str(), engine.components.get(&c.name)?)))
+        .filter(|(_, e)| !e.has(release))
+        .collect();
+    let (first, _) = lacking.first()?;
+    let mut nearest: BTreeSet<&str> = BTreeSet::new();
+    let listed: Vec<String> = lacking
+        .iter()
+        .map(|(name, e)| {
+            let near = e.nearest(release);
+            nearest.extend(near.iter().copied());
+            let near = if near.is_empty() {
+                "no release at all".to_owned()
+            } else {
+                format!("nearest {}", near.join(", "))
+            };
+            format!("{name} ({}: {near})", e.package)
+        })
+        .collect();
+    // Each repository once: at its commit, or how many commits it was read at.
+    let mut by_repo: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in &engine.engine.repos {
+        by_repo.entry(&r.repo).or_default().push(&r.commit);
+    }
+    let repos: Vec<String> = by_repo
+        .iter()
+        .map(|(repo, commits)| match commits.as_slice() {
+            [one] => format!("{repo}@{}", one.get(..12).unwrap_or(one)),
+            many => format!("{repo} at {} commits", many.len()),
+        })
+        .collect();
+    let mut nearest: Vec<&str> = nearest.into_iter().collect();
+    nearest.sort_by_key(|r| crate::kb::release_key(r));
+    let built = comps.iter().filter(|c| c.is_built()).count();
+    let which = if lacking.len() == built {
+        format!(
+            "none of the {built} components this plan builds is there (nearest release lines: {})",
+            nearest.join(", ")
+        )
+    } else {
+        format!(
+            "{} of the {built} components this plan builds are not there: {}",
+            lacking.len(),
+            listed.join("; ")
+        )
+    };
+    Some(Finding {
+        id: "engine-lacks-release".to_owned(),
+        severity: Severity::Error,
+        component: (*first).to_owned(),
+        effect: "no-package".to_owned(),
+        message: format!(
+            "{}'s packages ({}) have no ROCm {release}: {which}.",
+            cx.tool.as_str(),
+            repos.join(", ")
+        ),
+        status: FindingStatus::Open,
+        resolution: None,
+        remedies: vec![format!(
+            "plan for a release {} has: {}; or write the missing packages yourself",
+            cx.tool.as_str(),
+            nearest.join(", ")
+        )],
+        sources: Vec::new(),
+        confidence: None,
+    })
+}
+
 /// A remedy as one line of text.
 pub fn remedy_text(r: &Remedy) -> String {
     match r {
@@ -1207,5 +1330,249 @@ pub fn remedy_text(r: &Remedy) -> String {
         Remedy::SkipComponent { component } => format!("do not build {component}"),
         Remedy::AddTarget { component, target } => format!("also build {component} for {target}"),
         Remedy::Note { text } => text.clone(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The embedded knowledge base with one more file.
+    fn kb_with(name: &'static str, text: &'static str) -> Knowledge {
+        let mut files: Vec<(&str, &str)> = crate::kb::FILES.to_vec();
+        files.retain(|(n, _)| *n != name);
+        files.push((name, text));
+        Knowledge::from_files(&files).unwrap()
+    }
+
+    fn gfx1030(kb: &Knowledge, release: &str, tool: Tool) -> Plan {
+        let request = Request {
+            gpus: vec!["gfx1030".into()],
+            ..Request::default()
+        };
+        plan(kb, &request, release, tool).unwrap()
+    }
+
+    #[test]
+    fn a_tool_without_the_release_is_an_open_error_naming_the_nearest() {
+        let kb = kb_with(
+            "engines/gentoo.toml",
+            r#"
+            [engine]
+            tool = "gentoo"
+            repos = [{ repo = "gentoo/gentoo", commit = "0123456789abcdef0123456789abcdef01234567" }]
+            script = "scripts/engines/gentoo/extract.py"
+            [components.rocBLAS]
+            package = "sci-libs/rocBLAS"
+            releases = ["6.1", "6.3", "6.4"]
+            [components.rocRAND]
+            package = "sci-libs/rocRAND"
+            releases = ["6.1", "6.2", "6.4"]
+            "#,
+        );
+        let p = gfx1030(&kb, "6.2", Tool::Gentoo);
+        let f: Vec<&Finding> = p
+            .findings
+            .iter()
+            .filter(|f| f.id == "engine-lacks-release")
+            .collect();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].status, FindingStatus::Open);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(
+            f[0].message
+                .contains("rocBLAS (sci-libs/rocBLAS: nearest 6.1, 6.3)"),
+            "{}",
+            f[0].message
+        );
+        assert!(!f[0].message.contains("rocRAND"), "{}", f[0].message);
+        assert!(f[0].message.contains("gentoo/gentoo@0123456789ab"));
+        assert_eq!(
+            f[0].remedies[0],
+            "plan for a release gentoo has: 6.1, 6.3; or write the missing packages yourself"
+        );
+        assert!(p.summary.errors >= 1);
+        // Other tools, and a release the tool has, are not concerned.
+        assert!(
+            !gfx1030(&kb, "6.2", Tool::Cmake)
+                .findings
+                .iter()
+                .any(|f| f.id == "engine-lacks-release")
+        );
+        assert!(
+            !gfx1030(&kb, "6.4", Tool::Gentoo)
+                .findings
+                .iter()
+                .any(|f| f.id == "engine-lacks-release")
+        );
+    }
+
+    #[test]
+    fn guards_pin_an_option_unless_the_user_sets_it() {
+        let kb = Knowledge::embedded().unwrap();
+        let p = gfx1030(kb, "6.2", Tool::Cmake);
+        let ck = p
+            .components
+            .iter()
+            .find(|c| c.name == "composable_kernel")
+            .unwrap();
+        assert!(
+            ck.settings
+                .iter()
+                .any(|s| s.name == "INSTANCES_ONLY" && s.value == "OFF")
+        );
+        let f = p
+            .findings
+            .iter()
+            .find(|f| f.id == "ck-instances-only-ignores-gpu-targets")
+            .unwrap();
+        assert_eq!(f.status, FindingStatus::Resolved);
+
+        let request = Request {
+            gpus: vec!["gfx1030".into()],
+            set: vec![parse_set(kb, "ck:INSTANCES_ONLY=ON").unwrap()],
+            ..Request::default()
+        };
+        let p = plan(kb, &request, "6.2", Tool::Cmake).unwrap();
+        let f = p
+            .findings
+            .iter()
+            .find(|f| f.id == "ck-instances-only-ignores-gpu-targets")
+            .unwrap();
+        assert_eq!(f.status, FindingStatus::Open);
+        assert_eq!(f.remedies, ["set composable_kernel: INSTANCES_ONLY=OFF"]);
+        // 6.0's CK does not override the list: nothing to guard against there.
+        let p = gfx1030(kb, "6.0", Tool::Cmake);
+        assert!(
+            !p.findings
+                .iter()
+                .any(|f| f.id == "ck-instances-only-ignores-gpu-targets")
+        );
+    }
+}
+
+/// The seed case of issue 13: a NixOS packager moving gfx1030 (RX 6800) from ROCm 6.0.2 to 6.2.2
+/// met four failures; each is flagged before any build, with a remedy 6.2 has, and 6.0 is not
+/// claimed to behave like 6.2.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod seed_case {
+    use super::*;
+
+    fn all(release: &str, tool: Tool) -> Plan {
+        let kb = Knowledge::embedded().unwrap();
+        let request = Request {
+            gpus: vec!["gfx1030".into()],
+            ..Request::default()
+        };
+        plan(kb, &request, release, tool).unwrap()
+    }
+
+    fn setting<'a>(p: &'a Plan, component: &str, name: &str) -> Option<&'a str> {
+        p.components
+            .iter()
+            .find(|c| c.name == component)?
+            .settings
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.as_str())
+    }
+
+    fn finding<'a>(p: &'a Plan, id: &str) -> Option<&'a Finding> {
+        p.findings.iter().find(|f| f.id == id)
+    }
+
+    #[test]
+    fn the_four_failures_of_6_2_are_flagged_and_resolved_in_every_tool() {
+        for tool in [
+            Tool::Cmake,
+            Tool::Spack,
+            Tool::Gentoo,
+            Tool::Nix,
+            Tool::Therock,
+        ] {
+            let p = all("6.2", tool);
+            let t = tool.as_str();
+            // 1. INSTANCES_ONLY replaces GPU_TARGETS by CK's default list.
+            let f = finding(&p, "ck-instances-only-ignores-gpu-targets").unwrap();
+            assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            // (TheRock's own CK gate leaves CK out of a gfx1030 build altogether.)
+            let ck_built = p
+                .components
+                .iter()
+                .any(|c| c.name == "composable_kernel" && c.is_built());
+            assert_eq!(ck_built, tool != Tool::Therock, "{t}");
+            if ck_built {
+                assert_eq!(
+                    setting(&p, "composable_kernel", "INSTANCES_ONLY"),
+                    Some("OFF"),
+                    "{t}"
+                );
+            }
+            // 2. No conv/contraction instances for gfx1030: MIOpen without CK.
+            if ck_built {
+                let f = finding(&p, "ck-no-conv-contraction-instances-for-miopen-6.2").unwrap();
+                assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            }
+            assert_eq!(
+                setting(&p, "MIOpen", "MIOPEN_USE_COMPOSABLEKERNEL"),
+                Some("OFF"),
+                "{t}"
+            );
+            assert!(
+                !p.components
+                    .iter()
+                    .find(|c| c.name == "MIOpen")
+                    .unwrap()
+                    .deps
+                    .contains(&"composable_kernel".to_owned()),
+                "{t}"
+            );
+            // 3. rocMLIR's static library leaves LLVMInitializeX86* undefined in libMIOpen.so.
+            let f = finding(&p, "rocmlir-static-llvm-x86-undefined").unwrap();
+            assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            assert_eq!(setting(&p, "MIOpen", "MIOPEN_USE_MLIR"), Some("OFF"), "{t}");
+            // 4. MIGraphX includes ck/host headers that a CK release never installs.
+            if ck_built {
+                let f = finding(&p, "migraphx-needs-ck-jit-library").unwrap();
+                assert_eq!(f.status, FindingStatus::Resolved, "{t}");
+            }
+            assert_eq!(
+                setting(&p, "MIGraphX", "MIGRAPHX_USE_COMPOSABLEKERNEL"),
+                Some("OFF"),
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn six_zero_gets_its_own_rules_and_no_remedy_it_lacks() {
+        let p = all("6.0", Tool::Cmake);
+        // CK 6.0 does not override GPU_TARGETS, and builds one device_operations for any list.
+        assert!(finding(&p, "ck-instances-only-ignores-gpu-targets").is_none());
+        assert!(finding(&p, "ck-no-conv-contraction-instances-for-miopen-6.2").is_none());
+        assert!(finding(&p, "ck-no-conv-instances-for-target-list").is_none());
+        // MIGraphX 6.0 needs CK's jit_library with no option to avoid it: an open error whose
+        // remedies never offer 6.2's MIGRAPHX_USE_COMPOSABLEKERNEL.
+        assert!(finding(&p, "migraphx-needs-ck-jit-library").is_none());
+        let f = finding(&p, "migraphx-6.0-requires-ck-jit-library").unwrap();
+        assert_eq!(f.status, FindingStatus::Open);
+        assert!(
+            f.remedies.iter().all(|r| !r.starts_with("set ")),
+            "{:?}",
+            f.remedies
+        );
+        assert_eq!(
+            setting(&p, "MIGraphX", "MIGRAPHX_USE_COMPOSABLEKERNEL"),
+            None
+        );
+        assert!(
+            p.findings
+                .iter()
+                .flat_map(|f| &f.remedies)
+                .all(|r| !r.contains("set MIGraphX: MIGRAPHX_USE_COMPOSABLEKERNEL"))
+        );
+        assert_eq!(p.summary.errors, 1);
     }
 }

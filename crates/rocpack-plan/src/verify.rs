@@ -6,7 +6,7 @@
 //! let kb = Knowledge::embedded().map_err(|e| e.to_string())?;
 //! let request = Request { gpus: vec!["gfx1030".into()], ..Request::default() };
 //! let p = plan(kb, &request, "6.4", Tool::Cmake)?;
-//! let report = verify::verify(kb, &p, &["/opt/rocm".into()], None)?;
+//! let report = verify::verify(kb, &p, &["/opt/rocm".into()], None, None)?;
 //! verify::render_text(&report, &mut std::io::stdout().lock())?;
 //! std::process::exit(report.status().exit_code());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -24,8 +24,10 @@
 //! (`*` within one path component, `**` any number of them). Each prefix is walked once, and
 //! only into directories some glob can still match. A symbolic link to a file counts as that
 //! file (Debian's `libx.so.1 -> libx.so.1.2` is one file); its target is read as a path of the
-//! whole install, in its own prefix first, then in the others. Links to directories are not
-//! followed.
+//! whole install, in its own prefix first, then in the others. Where that finds nothing, the link
+//! is followed as the loader would follow it: on this machine (a Nix profile is a forest of links
+//! into `/nix/store`), or, given a root (`--root`), inside that root only, an absolute target
+//! meaning a path under it. Links to directories are walked where they lead, each directory once.
 //!
 //! Files whose role carries device code (`device-library`, `device-data`, `static-library`)
 //! are read with [`rocpack_scan::inspect_file`] (mapped, never executed; in parallel): every
@@ -56,7 +58,7 @@
 //! wins over 1), or the command could not run (a [`VerifyError`], bad arguments). Unplanned
 //! device code is reported with its cost but does not change the status.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -66,6 +68,7 @@ use rayon::prelude::*;
 use rocpack_bytes::{human_size, lossless_string};
 use rocpack_offload::{ImageFormat, Severity};
 use rocpack_scan::{ScanOptions, inspect_file};
+use rocpack_verify::sysroot::Sysroot;
 use serde::Serialize;
 
 use crate::kb::{DeviceCode, FileRole, Knowledge, Layout};
@@ -437,8 +440,10 @@ impl Matcher {
 /// A path some glob matched.
 struct Hit {
     prefix: usize,
-    /// Relative to the prefix.
+    /// Relative to the prefix, as the install names it.
     rel: PathBuf,
+    /// Where the entry itself is (differs from `prefix/rel` below a linked directory).
+    path: PathBuf,
     globs: Vec<usize>,
     symlink: bool,
 }
@@ -461,29 +466,37 @@ fn problem(path: &Path, severity: Severity, code: &str, message: String) -> Prob
 
 struct Walk<'a> {
     matcher: &'a Matcher,
+    prefixes: &'a [PathBuf],
     prefix: usize,
-    root: &'a Path,
+    root: &'a Sysroot,
+    /// Directories entered, by device and inode: a linked directory is walked once, and a link
+    /// loop ends.
+    entered: HashSet<(u64, u64)>,
     hits: Vec<Hit>,
     problems: Vec<Problem>,
 }
 
 impl Walk<'_> {
-    fn dir(&mut self, rel: &Path, states: &[GlobState], depth: usize) {
-        let dir = self.root.join(rel);
+    /// Walks the directory at `real` (a host path), which the install names `rel`.
+    fn dir(&mut self, real: &Path, rel: &Path, states: &[GlobState], depth: usize) {
         if depth > MAX_DEPTH {
             self.problems.push(problem(
-                &dir,
+                real,
                 Severity::Error,
                 "too-deep",
                 format!("directory nesting deeper than {MAX_DEPTH}; not walked further"),
             ));
             return;
         }
-        let entries = match std::fs::read_dir(&dir) {
+        match std::fs::metadata(real) {
+            Ok(m) if !self.entered.insert((m.dev(), m.ino())) => return,
+            _ => {}
+        }
+        let entries = match std::fs::read_dir(real) {
             Ok(e) => e,
             Err(e) => {
                 self.problems.push(problem(
-                    &dir,
+                    real,
                     Severity::Error,
                     "unreadable-directory",
                     e.to_string(),
@@ -496,7 +509,7 @@ impl Walk<'_> {
             match entry {
                 Ok(e) => children.push(e),
                 Err(e) => self.problems.push(problem(
-                    &dir,
+                    real,
                     Severity::Error,
                     "unreadable-directory",
                     e.to_string(),
@@ -510,12 +523,12 @@ impl Walk<'_> {
             if next.is_empty() {
                 continue;
             }
-            let child = rel.join(&name);
+            let (child, path) = (rel.join(&name), real.join(&name));
             let kind = match entry.file_type() {
                 Ok(t) => t,
                 Err(e) => {
                     self.problems.push(problem(
-                        &self.root.join(&child),
+                        &path,
                         Severity::Error,
                         "unreadable-file",
                         e.to_string(),
@@ -525,14 +538,27 @@ impl Walk<'_> {
             };
             if kind.is_dir() {
                 if self.matcher.can_descend(&next) {
-                    self.dir(&child, &next, depth + 1);
+                    self.dir(&path, &child, &next, depth + 1);
                 }
-            } else if kind.is_file() || kind.is_symlink() {
+                continue;
+            }
+            if kind.is_symlink() && self.matcher.can_descend(&next) {
+                // A linked directory (a Nix profile links whole directories into the store) is
+                // walked where the link leads, as the loader would reach it.
+                if let Some(to) = resolve_link(self.prefixes, self.prefix, &child, &path, self.root)
+                    .filter(|(_, m)| m.is_dir())
+                {
+                    self.dir(&to.0, &child, &next, depth + 1);
+                    continue;
+                }
+            }
+            if kind.is_file() || kind.is_symlink() {
                 let globs = self.matcher.accepted(&next);
                 if !globs.is_empty() {
                     self.hits.push(Hit {
                         prefix: self.prefix,
                         rel: child,
+                        path,
                         globs,
                         symlink: kind.is_symlink(),
                     });
@@ -557,12 +583,31 @@ fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// The regular file a symbolic link found at `rel` in prefix `own` leads to. The prefixes are
-/// one install: an absolute target is relative to the install's root, a relative one to the
-/// link's directory, and each step is looked up in the link's own prefix first, then in the
-/// others (a `-dev` package's `libx.so -> libx.so.1` points into the runtime package).
-/// `None`: dangling, a loop, or a directory.
+/// Where a symbolic link found at `rel` in prefix `own` (at host path `path`) leads: a regular
+/// file or a directory, with its metadata. `None`: dangling or a loop.
+///
+/// The prefixes are one install: first the link is followed inside them, an absolute target
+/// relative to the install's root and each step looked up in the link's own prefix first, then in
+/// the others (a `-dev` package's `libx.so -> libx.so.1` points into the runtime package).
+/// Where that finds nothing, the link is followed as the loader would: by the kernel on this
+/// machine (a Nix profile's links into `/nix/store`), or, with `--root`, inside that root only.
 fn resolve_link(
+    prefixes: &[PathBuf],
+    own: usize,
+    rel: &Path,
+    path: &Path,
+    root: &Sysroot,
+) -> Option<(PathBuf, std::fs::Metadata)> {
+    if let Some(found) = resolve_in_install(prefixes, own, rel) {
+        return Some(found);
+    }
+    let real = root.resolve(&root.target(path))?;
+    let meta = std::fs::metadata(&real).ok()?;
+    (meta.is_file() || meta.is_dir()).then_some((real, meta))
+}
+
+/// [`resolve_link`] inside the prefixes only.
+fn resolve_in_install(
     prefixes: &[PathBuf],
     own: usize,
     rel: &Path,
@@ -584,7 +629,7 @@ fn resolve_link(
                 continue;
             };
             match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_file() => return Some((p, m)),
+                Ok(m) if m.is_file() || m.is_dir() => return Some((p, m)),
                 Ok(m) if m.file_type().is_symlink() => {
                     next = Some(i);
                     break;
@@ -722,10 +767,20 @@ pub fn verify(
     plan: &Plan,
     prefixes: &[PathBuf],
     layout: Option<Layout>,
+    root: Option<&Path>,
 ) -> Result<Report, VerifyError> {
     if prefixes.is_empty() {
         return Err(VerifyError::NoPrefixes);
     }
+    if let Some(r) = root {
+        if let Some(p) = prefixes.iter().find(|p| !p.starts_with(r)) {
+            return Err(VerifyError::Prefix {
+                path: path_string(p),
+                error: format!("not inside --root {}", path_string(r)),
+            });
+        }
+    }
+    let root = Sysroot::new(root);
     for p in prefixes {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => {}
@@ -759,15 +814,17 @@ pub fn verify(
     let walks: Vec<(Vec<Hit>, Vec<Problem>)> = prefixes
         .par_iter()
         .enumerate()
-        .map(|(i, root)| {
+        .map(|(i, prefix)| {
             let mut w = Walk {
                 matcher: &matcher,
+                prefixes,
                 prefix: i,
-                root,
+                root: &root,
+                entered: HashSet::new(),
                 hits: Vec::new(),
                 problems: Vec::new(),
             };
-            w.dir(Path::new(""), &matcher.start(), 0);
+            w.dir(prefix, Path::new(""), &matcher.start(), 0);
             (w.hits, w.problems)
         })
         .collect();
@@ -777,7 +834,7 @@ pub fn verify(
         hits.extend(h);
         problems.extend(p);
     }
-    let records = distinct_files(prefixes, hits, &matcher, &mut problems);
+    let records = distinct_files(prefixes, hits, &matcher, &root, &mut problems);
 
     // Device code, read in parallel.
     let reads: Vec<Option<Read>> = records
@@ -900,30 +957,38 @@ fn distinct_files(
     prefixes: &[PathBuf],
     hits: Vec<Hit>,
     matcher: &Matcher,
+    root: &Sysroot,
     problems: &mut Vec<Problem>,
 ) -> Vec<Record> {
     let mut records: Vec<Record> = Vec::new();
     let mut by_inode: HashMap<(u64, u64), usize> = HashMap::new();
     for hit in hits {
-        let Some(root) = prefixes.get(hit.prefix) else {
+        let Some(prefix) = prefixes.get(hit.prefix) else {
             continue;
         };
-        let path = root.join(&hit.rel);
+        let path = prefix.join(&hit.rel);
         let (read, meta) = if hit.symlink {
-            let Some(found) = resolve_link(prefixes, hit.prefix, &hit.rel) else {
+            let Some(found) = resolve_link(prefixes, hit.prefix, &hit.rel, &hit.path, root)
+                .filter(|(_, m)| m.is_file())
+            else {
+                let within = match root.root() {
+                    Some(r) => format!("inside {}", path_string(r)),
+                    None => "on this machine".to_owned(),
+                };
                 problems.push(problem(
                     &path,
                     Severity::Warning,
                     "dangling-link",
-                    "symbolic link that leads to no file of the install (dangling, a loop or a \
-                     directory); not counted"
-                        .into(),
+                    format!(
+                        "symbolic link that leads to no file, in the install or {within} \
+                         (dangling, a loop or a directory); not counted"
+                    ),
                 ));
                 continue;
             };
             found
         } else {
-            match std::fs::metadata(&path) {
+            match std::fs::metadata(&hit.path) {
                 Ok(m) => (path.clone(), m),
                 Err(e) => {
                     problems.push(problem(

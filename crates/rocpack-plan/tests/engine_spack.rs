@@ -134,27 +134,6 @@ fn read_env(text: &str) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
     (specs, require)
 }
 
-/// A component's Spack packages: components.toml's list, else the facts' `[components]` entry.
-fn spack_names(facts: &Value, component: &str) -> Vec<String> {
-    let listed = &kb().components[component].packages.spack;
-    if !listed.is_empty() {
-        return listed.clone();
-    }
-    let c = &facts["components"].get(component);
-    let mut out: Vec<String> = c
-        .and_then(|c| c.get("package"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    out.extend(
-        c.and_then(|c| c.get("packages"))
-            .map(strs)
-            .unwrap_or_default(),
-    );
-    out
-}
-
 /// Everything that is wrong with one emitted environment, as messages.
 fn violations(plan: &Plan, text: &str) -> Vec<String> {
     let facts = facts();
@@ -293,7 +272,7 @@ fn violations(plan: &Plan, text: &str) -> Vec<String> {
     // could take some of its targets says why.
     for c in plan.components.iter().filter(|c| c.is_built()) {
         let planned = c.targets.as_ref().unwrap_or(&plan.targets);
-        for name in &spack_names(&facts, &c.name) {
+        for name in &kb().components[&c.name].packages.spack {
             let Some(pkg) = packages.get(name.as_str()) else {
                 continue;
             };
@@ -362,7 +341,7 @@ fn violations(plan: &Plan, text: &str) -> Vec<String> {
     // A built component whose package cannot be had at this release is said so, with the
     // nearest release line, and a plan finding names it.
     for c in plan.components.iter().filter(|c| c.is_built()) {
-        for name in &spack_names(&facts, &c.name) {
+        for name in &kb().components[&c.name].packages.spack {
             let Some(pkg) = packages.get(name.as_str()) else {
                 continue;
             };

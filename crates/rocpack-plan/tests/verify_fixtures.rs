@@ -158,7 +158,14 @@ fn fixture_plan() -> Plan {
 fn fixture_install_found_missing_unplanned_and_bytes() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
-    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    let report = verify(
+        kb(),
+        &fixture_plan(),
+        &[dir.path().to_path_buf()],
+        None,
+        None,
+    )
+    .unwrap();
     assert_eq!(report.layout, Layout::Rocm);
     assert!(report.layout_detected);
 
@@ -263,7 +270,14 @@ fn fixture_install_found_missing_unplanned_and_bytes() {
 fn instances_only_trap_shows_as_unplanned_bytes() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
-    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    let report = verify(
+        kb(),
+        &fixture_plan(),
+        &[dir.path().to_path_buf()],
+        None,
+        None,
+    )
+    .unwrap();
     let c = report.component("composable_kernel").unwrap();
     assert_eq!(c.paths[0].role, rocpack_plan::kb::FileRole::StaticLibrary);
     assert_eq!(c.found.get("gfx1030"), Some(&6000));
@@ -287,7 +301,14 @@ fn unreadable_file_is_listed_and_the_walk_goes_on() {
         &bytes[..5000],
     )
     .unwrap();
-    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    let report = verify(
+        kb(),
+        &fixture_plan(),
+        &[dir.path().to_path_buf()],
+        None,
+        None,
+    )
+    .unwrap();
     assert_eq!(report.status(), Status::Unreadable);
     assert_eq!(report.status().exit_code(), 2);
     let p = &report.problems[0];
@@ -341,7 +362,7 @@ fn debian_packages_in_separate_prefixes_are_one_install() {
     // The rocm-layout glob must not match in a Debian install.
     put(&runtime, "lib/librocrand.so.1", "lib3tu-lld.so");
     let p = make_plan(&["gfx1030"], &["rocRAND", "rocPRIM"], &[]);
-    let report = verify(kb(), &p, &[runtime, dev, headers], None).unwrap();
+    let report = verify(kb(), &p, &[runtime, dev, headers], None, None).unwrap();
     assert_eq!(report.layout, Layout::Debian);
     let c = report.component("rocRAND").unwrap();
     assert_eq!((c.files, c.bytes), (1, 19120));
@@ -360,21 +381,21 @@ fn debian_packages_in_separate_prefixes_are_one_install() {
 fn usage_errors() {
     let p = make_plan(&["gfx1030"], &["rocRAND"], &[]);
     assert!(matches!(
-        verify(kb(), &p, &[], None),
+        verify(kb(), &p, &[], None, None),
         Err(VerifyError::NoPrefixes)
     ));
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");
-    let e = verify(kb(), &p, &[missing], None).unwrap_err();
+    let e = verify(kb(), &p, &[missing], None, None).unwrap_err();
     assert!(matches!(e, VerifyError::Prefix { .. }), "{e}");
     let (deb, rocm) = (dir.path().join("deb"), dir.path().join("rocm"));
     std::fs::create_dir_all(deb.join("usr/lib/x86_64-linux-gnu")).unwrap();
     std::fs::create_dir_all(rocm.join("lib")).unwrap();
     let both = [deb, rocm];
-    let e = verify(kb(), &p, &both, None).unwrap_err();
+    let e = verify(kb(), &p, &both, None, None).unwrap_err();
     assert!(matches!(e, VerifyError::MixedLayouts { .. }), "{e}");
     // Naming the layout settles it.
-    let r = verify(kb(), &p, &both, Some(Layout::Rocm)).unwrap();
+    let r = verify(kb(), &p, &both, Some(Layout::Rocm), None).unwrap();
     assert!(!r.layout_detected);
     assert_eq!(
         r.component("rocRAND").unwrap().state,
@@ -386,7 +407,14 @@ fn usage_errors() {
 fn text_and_json_of_a_fixture_install() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
-    let report = verify(kb(), &fixture_plan(), &[dir.path().to_path_buf()], None).unwrap();
+    let report = verify(
+        kb(),
+        &fixture_plan(),
+        &[dir.path().to_path_buf()],
+        None,
+        None,
+    )
+    .unwrap();
     let mut text = Vec::new();
     render_text(&report, &mut text).unwrap();
     let text = String::from_utf8(text)
@@ -412,4 +440,85 @@ fn text_and_json_of_a_fixture_install() {
         .unwrap();
     assert_eq!(dat["attribution"], "file-name");
     assert_eq!(dat["role"], "device-data");
+}
+
+/// A Nix profile: a forest of absolute links into a store outside the prefix, whole directories
+/// linked where one package provides them (as nixpkgs' buildEnv makes it). The loader follows
+/// them, so `plan verify` does: every component is found as in the store itself. With `--root`,
+/// links are followed inside that root only, and a store outside it is not reached.
+#[test]
+fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("nix/store/0abc-rocm-libs");
+    rocm_tree(&store);
+    let profile = dir.path().join("profile");
+    std::fs::create_dir_all(profile.join("lib")).unwrap();
+    for entry in std::fs::read_dir(store.join("lib")).unwrap() {
+        let entry = entry.unwrap();
+        symlink(entry.path(), profile.join("lib").join(entry.file_name())).unwrap();
+    }
+    symlink(store.join("include"), profile.join("include")).unwrap();
+    // A directory link back to its parent: walked once, never forever.
+    symlink(profile.join("lib"), store.join("lib/rocblas/library/loop")).unwrap();
+
+    let plan = fixture_plan();
+    let direct = verify(kb(), &plan, &[store.clone()], None, None).unwrap();
+    let linked = verify(kb(), &plan, &[profile.clone()], None, None).unwrap();
+    for c in COMPONENTS.iter().filter(|c| **c != "hipBLASLt") {
+        let (d, l) = (direct.component(c).unwrap(), linked.component(c).unwrap());
+        assert_eq!(l.state, d.state, "{c}");
+        assert_eq!(l.found, d.found, "{c}");
+        assert_eq!((l.files, l.bytes), (d.files, d.bytes), "{c}");
+    }
+    assert_eq!(found(&linked, "rocSPARSE"), map(&[("gfx1030", 6000)]));
+    // Paths are shown as the install names them.
+    let c = linked.component("rocBLAS").unwrap();
+    assert!(
+        c.paths
+            .iter()
+            .all(|p| p.path.starts_with(&*profile.to_string_lossy()))
+    );
+    let dangling: Vec<&str> = linked
+        .problems
+        .iter()
+        .filter(|p| p.code == "dangling-link")
+        .map(|p| p.path.as_str())
+        .collect();
+    assert!(
+        dangling.iter().all(|p| p.ends_with("library/loop")),
+        "{dangling:?}"
+    );
+
+    // Confined to a root that holds the profile but not the store: nothing is reachable.
+    let confined = verify(kb(), &plan, &[profile.clone()], None, Some(&profile)).unwrap();
+    assert_eq!(
+        confined.component("rocRAND").unwrap().state,
+        ComponentState::Absent
+    );
+    assert!(confined.problems.iter().any(|p| p.code == "dangling-link"
+        && p.path.ends_with("lib/librocrand.so.1.1")
+        && p.message.contains("inside")));
+
+    // Confined to a root that holds both, absolute links are read inside it: written as the
+    // target system names them (/nix/store/...), they resolve under the root.
+    let root = dir.path();
+    let sys_profile = root.join("sysprofile");
+    std::fs::create_dir_all(sys_profile.join("lib")).unwrap();
+    symlink(
+        "/nix/store/0abc-rocm-libs/lib/librocsparse.so.1.0",
+        sys_profile.join("lib/librocsparse.so.1.0"),
+    )
+    .unwrap();
+    let rooted = verify(kb(), &plan, &[sys_profile.clone()], None, Some(root)).unwrap();
+    assert_eq!(found(&rooted, "rocSPARSE"), map(&[("gfx1030", 6000)]));
+    // ... and without the root the same link means this machine's /nix/store: dangling here.
+    let unrooted = verify(kb(), &plan, &[sys_profile.clone()], None, None).unwrap();
+    assert_eq!(
+        unrooted.component("rocSPARSE").unwrap().state,
+        ComponentState::Absent
+    );
+
+    // A prefix outside --root is a usage error.
+    let e = verify(kb(), &plan, &[store], None, Some(&profile)).unwrap_err();
+    assert!(matches!(e, VerifyError::Prefix { .. }), "{e}");
 }

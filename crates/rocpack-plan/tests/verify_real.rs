@@ -107,7 +107,7 @@ fn debian_plan(gpus: &[&str], families: &[&str]) -> Plan {
 fn run(plan: &Plan) -> Report {
     let prefixes = prefixes();
     let started = std::time::Instant::now();
-    let report = verify(kb(), plan, prefixes, None).unwrap();
+    let report = verify(kb(), plan, prefixes, None, None).unwrap();
     let mut text = Vec::new();
     render_text(&report, &mut text).unwrap();
     println!(

@@ -209,6 +209,12 @@ pub struct PlanVerifyArgs {
     /// Layout of the prefixes: rocm (/opt/rocm) or debian (/usr, multiarch); default: detected.
     #[arg(long, value_name = "LAYOUT")]
     pub layout: Option<String>,
+
+    /// The prefixes belong to the system tree under DIR (a sysroot, an unpacked image): symbolic
+    /// links are followed inside DIR only. Without it, a link that leaves the prefixes is
+    /// followed on this machine (a Nix profile's links into /nix/store).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

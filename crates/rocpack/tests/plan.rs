@@ -136,11 +136,13 @@ fn rdna2_miopen_alone_leaves_ck_and_hipblaslt_out() {
     assert!(!in_plan(&p, "composable_kernel"));
     assert!(!in_plan(&p, "hipBLASLt"));
     assert!(in_plan(&p, "rocBLAS") && built(&p, "rocBLAS"));
-    // MIOpen needs rocBLAS directly and through hipBLAS (and hipBLAS through rocSOLVER).
+    // MIOpen needs rocBLAS directly and through hipBLAS (and hipBLAS through rocSOLVER);
+    // rocSOLVER 6.4 needs rocSPARSE only with BUILD_WITH_SPARSE, OFF for shared builds.
     assert_eq!(
         component(&p, "rocBLAS")["why"],
-        "needed by rocSPARSE, rocSOLVER, hipBLAS, MIOpen"
+        "needed by rocSOLVER, hipBLAS, MIOpen"
     );
+    assert!(!in_plan(&p, "rocSPARSE"));
     assert_eq!(setting(&p, "rocBLAS", "BUILD_WITH_HIPBLASLT"), Some("OFF"));
     assert_eq!(p["summary"]["errors"], 0);
 }
@@ -247,8 +249,9 @@ fn golden_rdna3_desktop() {
     ]));
 }
 
-/// The same desktop built with TheRock: gfx110X is outside TheRock's CK gate, so CK is off for
-/// the whole build and MIOpen is configured without it (ml-libs/CMakeLists.txt).
+/// The same desktop built with TheRock: gfx110X is outside TheRock's CK gate, so MIOpen is
+/// configured without CK (ml-libs/CMakeLists.txt:59-72 at f366a78c, TheRock on 7.1.0's release
+/// day); composable_kernel itself is still built.
 #[test]
 fn rdna3_with_therock_hits_the_ck_gate() {
     let p = plan_json(&[
@@ -264,18 +267,12 @@ fn rdna3_with_therock_hits_the_ck_gate() {
         p["targets"],
         serde_json::json!(["gfx1100", "gfx1101", "gfx1102"])
     );
-    assert!(!built(&p, "composable_kernel"));
-    assert!(
-        component(&p, "composable_kernel")["skip_reason"]
-            .as_str()
-            .unwrap()
-            .contains("TheRock's CK gate")
-    );
+    assert!(built(&p, "composable_kernel"));
     assert_eq!(
         setting(&p, "MIOpen", "MIOPEN_USE_COMPOSABLEKERNEL"),
         Some("OFF")
     );
-    // TheRock excludes gfx1102 from hipBLASLt (EXCLUDE_TARGET_PROJECTS in 02eb4a57).
+    // TheRock excludes gfx1102 from hipBLASLt (EXCLUDE_TARGET_PROJECTS in f366a78c).
     assert_eq!(targets(&p, "hipBLASLt"), ["gfx1100", "gfx1101"]);
     let ex = &component(&p, "hipBLASLt")["excluded"][0];
     assert_eq!(ex["target"], "gfx1102");
@@ -284,10 +281,6 @@ fn rdna3_with_therock_hits_the_ck_gate() {
             .as_str()
             .unwrap()
             .contains("EXCLUDE_TARGET_PROJECTS")
-    );
-    assert_eq!(
-        finding(&p, "therock-ck-gate-all-or-nothing", "composable_kernel").unwrap()["status"],
-        "resolved"
     );
 }
 

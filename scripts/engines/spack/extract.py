@@ -227,11 +227,10 @@ def main():
                 for v in classes[pkg].versions
                 if line_key(v) and (pkg, line_key(v)) not in broken
             }
+        if len(pkgs) != 1:
+            sys.exit(f"extract.py: {comp}: [components] takes one package, not {pkgs}")
         w(f"[components.{q(comp)}]")
-        if len(pkgs) == 1:
-            w(f"package = {q(pkgs[0])}")
-        else:
-            w(f"packages = {qlist(pkgs)}")
+        w(f"package = {q(pkgs[0])}")
         w(f"releases = {qlist(sort_lines(lines))}")
         w("")
 

@@ -1,13 +1,17 @@
 //! nixpkgs: an overlay that overrides derivations of `rocmPackages` through `overrideScope`, so
 //! every package of the set that depends on an overridden one gets the overridden one. Each
 //! derivation with a target-list argument gets its planned list; options go to the derivation
-//! arguments that carry them. The overlay refuses (throws) on a nixpkgs whose ROCm release differs
-//! from the plan's.
+//! arguments that carry them, except an argument nixpkgs only accepts under a condition on another
+//! component's targets (`[[nix.package.*.requires]]`: MIOpen's `withComposableKernel` needs CK
+//! built for a gfx9 target), which is then passed `false` with a comment. The overlay refuses
+//! (throws) on a nixpkgs whose ROCm release differs from the plan's, or whose `rocmPackages` is no
+//! scope; both guards sit outside `overrideScope`. Checked against nixpkgs by
+//! `tests/engine_nix.rs` (facts) and `scripts/engines/nix/run.sh` (the real expressions).
 
 use std::fmt::Write as _;
 
 use super::{Emission, Format, OptionUse, header_comments, option_use, push_comments, skip_reason};
-use crate::kb::{Knowledge, NixPackage, find_option};
+use crate::kb::{Knowledge, NixInfo, NixPackage, NixRequirement, find_option};
 use crate::model::{ComponentPlan, Plan};
 
 /// One attribute override (or a choice between attributes, the first present).
@@ -66,60 +70,68 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     ];
     about.extend(loose);
     push_comments(&mut out, "", &about);
-    // The release line, then any point release: "6.4" matches 6.4 and 6.4.3.
-    let version_re = format!("{}(\\..*)?", regex_escape(&plan.release));
-    out.push_str("final: prev: {\n");
-    let _ = writeln!(
-        out,
-        "  {} = prev.{}.overrideScope (",
-        nix_attr(&nix.scope),
-        nix_attr(&nix.scope)
-    );
-    out.push_str("    rfinal: rprev:\n");
-    let _ = writeln!(
-        out,
-        "    if builtins.match {} (rprev.clr.version or \"\") == null then",
-        nix_str(&version_re)
-    );
-    let _ = writeln!(
-        out,
-        "      throw (\"rocm-overlay.nix was planned for ROCm {} but this nixpkgs has {}.clr \" + (rprev.clr.version or \"without a version\"))",
-        nix_escape(&plan.release),
-        nix_escape(&nix.scope)
-    );
-    out.push_str("    else\n      {\n");
-    for o in &overrides {
-        if let [attr] = o.attrs.as_slice() {
-            push_override(&mut out, "        ", o, attr);
-        }
-    }
-    out.push_str("      }");
-    for o in overrides.iter().filter(|o| o.attrs.len() > 1) {
-        out.push_str("\n      // (\n");
-        let mut first = true;
-        for (i, attr) in o.attrs.iter().enumerate() {
-            let last = i + 1 == o.attrs.len();
-            if last {
-                out.push_str("        else {\n");
-            } else {
-                let _ = writeln!(
-                    out,
-                    "        {}if rprev ? {} then {{",
-                    if first { "" } else { "else " },
-                    nix_attr(attr)
-                );
-            }
-            first = false;
-            push_override(&mut out, "          ", o, attr);
-            out.push_str("        }\n");
-        }
-        out.push_str("      )");
-    }
-    out.push_str("\n  );\n}\n");
+    push_scope_overlay(&mut out, nix, &plan.release, &overrides);
     Emission {
         stdout: out.clone(),
         files: vec![("rocm-overlay.nix".to_owned(), out)],
     }
+}
+
+/// Writes the overlay: `rocmPackages` replaced by its `overrideScope`, behind two guards that are
+/// evaluated outside the scope. Inside `overrideScope` the guard would read `rprev.clr`, which
+/// `callPackage` builds from the scope being defined, and nixpkgs answers "infinite recursion".
+fn push_scope_overlay(out: &mut String, nix: &NixInfo, release: &str, overrides: &[Override]) {
+    let scope = nix_attr(&nix.scope);
+    let prev = format!("prev.{scope}");
+    // The release line, then any point release: "6.4" matches 6.4 and 6.4.3.
+    let version_re = format!("{}(\\..*)?", regex_escape(release));
+    out.push_str("final: prev: {\n");
+    let _ = writeln!(out, "  {scope} =");
+    let _ = writeln!(
+        out,
+        "    if builtins.match {} ({prev}.clr.version or \"\") == null then",
+        nix_str(&version_re)
+    );
+    let _ = writeln!(
+        out,
+        "      throw (\"rocm-overlay.nix was planned for ROCm {} but this nixpkgs has {}.clr \" + ({prev}.clr.version or \"without a version\"))",
+        nix_escape(release),
+        nix_escape(&nix.scope)
+    );
+    let _ = writeln!(out, "    else if !({prev} ? overrideScope) then");
+    let _ = writeln!(
+        out,
+        "      throw \"rocm-overlay.nix needs {} to be a scope with overrideScope (nixpkgs' ROCm 6.0 set is a plain attribute set)\"",
+        nix_escape(&nix.scope)
+    );
+    out.push_str("    else\n");
+    let _ = writeln!(out, "      {prev}.overrideScope (");
+    out.push_str("        rfinal: rprev:\n        {\n");
+    for o in overrides {
+        if let [attr] = o.attrs.as_slice() {
+            push_override(out, "          ", o, attr);
+        }
+    }
+    out.push_str("        }");
+    for o in overrides.iter().filter(|o| o.attrs.len() > 1) {
+        out.push_str("\n        // (\n");
+        for (i, attr) in o.attrs.iter().enumerate() {
+            if i + 1 == o.attrs.len() {
+                out.push_str("          else {\n");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "          {}if rprev ? {} then {{",
+                    if i == 0 { "" } else { "else " },
+                    nix_attr(attr)
+                );
+            }
+            push_override(out, "            ", o, attr);
+            out.push_str("          }\n");
+        }
+        out.push_str("        )");
+    }
+    out.push_str("\n      );\n}\n");
 }
 
 /// Writes `attr = rprev.attr.override { ... };` with its comments.
@@ -181,6 +193,9 @@ fn attr_override(
             OptionUse::Note(n) => comments.push(n),
         }
     }
+    for r in info.map_or(&[][..], |i| &i.requires) {
+        apply_requirement(plan, r, &mut args, &mut comments);
+    }
     if args.is_empty() && comments.len() == 1 {
         return None;
     }
@@ -199,6 +214,46 @@ fn attr_override(
         attrs,
         args,
     })
+}
+
+/// Turns `argument = true` into `false` when the component it links is not built for any target
+/// the derivation needs (nixpkgs would mark that component broken), and says why.
+fn apply_requirement(
+    plan: &Plan,
+    r: &NixRequirement,
+    args: &mut [(String, String)],
+    comments: &mut Vec<String>,
+) {
+    let Some((_, value)) = args
+        .iter_mut()
+        .find(|(k, v)| *k == r.argument && v == "true")
+    else {
+        return;
+    };
+    let planned = plan
+        .components
+        .iter()
+        .find(|c| c.name == r.component)
+        .filter(|c| c.is_built())
+        .and_then(|c| c.targets.as_ref());
+    if planned.is_some_and(|t| t.iter().any(|t| t.starts_with(&r.target_prefix))) {
+        return;
+    }
+    *value = "false".to_owned();
+    let got = match planned {
+        Some(t) if !t.is_empty() => format!("planned for {}", t.join(" ")),
+        Some(_) => "planned for no target".to_owned(),
+        None => "not built".to_owned(),
+    };
+    let mut why = format!(
+        "{} = false, not as planned: {} is {got}, and nixpkgs marks it broken without a {}* target",
+        r.argument, r.component, r.target_prefix
+    );
+    if let Some(n) = &r.note {
+        why.push_str("; ");
+        why.push_str(n);
+    }
+    comments.push(why);
 }
 
 /// A literal for a POSIX extended regular expression (`builtins.match`).

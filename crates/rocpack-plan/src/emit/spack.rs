@@ -84,7 +84,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             });
         }
     }
-    narrow_to_propagation(&kb.spack_engine.facts, &plan.release, &mut entries);
+    narrow_to_propagation(&kb.spack_facts, &plan.release, &mut entries);
 
     let mut required: BTreeMap<&str, &[String]> = BTreeMap::new();
     let mut n_specs = 0usize;
@@ -106,7 +106,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                     let _ = write!(
                         text,
                         " {}{}{}",
-                        kb.spack_engine.facts.target_variant,
+                        kb.spack_facts.target_variant,
                         spack.exact_operator,
                         t.join(",")
                     );
@@ -135,27 +135,28 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             op = spack.exact_operator
         )],
     );
-    let engine = &kb.spack_engine.engine;
-    let read: Vec<String> = engine
-        .repos
-        .iter()
-        .map(|r| {
-            format!(
-                "{}@{}",
-                r.repo,
-                r.commit.get(..12).unwrap_or(r.commit.as_str())
-            )
-        })
-        .collect();
-    push_comments(
-        &mut out,
-        "",
-        &[format!(
-            "Recipe facts read from {} ({})",
-            read.join(", "),
-            engine.script
-        )],
-    );
+    if let Some(engine) = kb.engines.get("spack").map(|e| &e.engine) {
+        let read: Vec<String> = engine
+            .repos
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}@{}",
+                    r.repo,
+                    r.commit.get(..12).unwrap_or(r.commit.as_str())
+                )
+            })
+            .collect();
+        push_comments(
+            &mut out,
+            "",
+            &[format!(
+                "Recipe facts read from {} ({})",
+                read.join(", "),
+                engine.script
+            )],
+        );
+    }
     out.push_str("spack:\n");
     if n_specs == 0 {
         push_comments(&mut out, "  ", &["no package to build".to_owned()]);
@@ -177,7 +178,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                 "      - {}",
                 yaml_str(&format!(
                     "{}{}{}",
-                    kb.spack_engine.facts.target_variant,
+                    kb.spack_facts.target_variant,
                     spack.exact_operator,
                     targets.join(",")
                 ))
@@ -191,26 +192,14 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     }
 }
 
-/// A component's Spack packages: as `components.toml` names them, else as the extraction found
-/// them in spack-packages (hipFFT, hipcc, ...).
+/// A component's Spack packages, as `components.toml` names them. The packages the extraction
+/// found for the others (`[components]` of engines/spack.toml) are not added as specs: with
+/// `rocm-device-libs@6.2` Spack fails ("'llvm-amdgpu' requires conflicting variant values
+/// '~rocm-device-libs' and '+rocm-device-libs'"), llvm-amdgpu building the device libraries itself.
 fn package_names<'a>(kb: &'a Knowledge, component: &str) -> Vec<&'a str> {
-    let listed = kb
-        .components
+    kb.components
         .get(component)
-        .map_or(&[][..], |i| i.packages.spack.as_slice());
-    if !listed.is_empty() {
-        return listed.iter().map(String::as_str).collect();
-    }
-    kb.spack_engine
-        .components
-        .get(component)
-        .map(|c| {
-            c.package
-                .iter()
-                .chain(c.packages.iter().flatten())
-                .map(String::as_str)
-                .collect()
-        })
+        .map(|i| i.packages.spack.iter().map(String::as_str).collect())
         .unwrap_or_default()
 }
 
@@ -236,7 +225,7 @@ fn nearest_line<'a>(
 /// comments that go with it.
 fn package_spec(kb: &Knowledge, plan: &Plan, c: &ComponentPlan, name: &str) -> (Spec, Vec<String>) {
     let release = &plan.release;
-    let facts = &kb.spack_engine.facts;
+    let facts = &kb.spack_facts;
     let info = kb.emitters.spack.package.get(name);
     let mut notes = Vec::new();
     if let Some(i) = info {

@@ -79,46 +79,6 @@ pub struct SpackInfo {
     pub package: BTreeMap<String, SpackPackage>,
 }
 
-/// `data/engines/spack.toml`, written by `scripts/engines/spack/extract.py` from spack-packages
-/// with Spack's own Python: what the concretizer will accept.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SpackEngine {
-    pub engine: EngineInfo,
-    /// rocpack component -> its Spack package(s) and the release lines spack-packages has.
-    pub components: BTreeMap<String, EngineComponent>,
-    pub facts: SpackFacts,
-}
-
-/// `[engine]` of an engine file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EngineInfo {
-    pub tool: String,
-    pub repos: Vec<EngineRepo>,
-    /// The script that wrote the file.
-    pub script: String,
-}
-
-/// A repository an engine file was read from.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EngineRepo {
-    pub repo: String,
-    pub commit: String,
-    pub date: Option<String>,
-}
-
-/// `[components.<name>]` of an engine file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EngineComponent {
-    pub package: Option<String>,
-    pub packages: Option<Vec<String>>,
-    /// Release lines ("6.4") the engine has a version of.
-    pub releases: Vec<String>,
-}
-
 /// `[facts]` of `engines/spack.toml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -315,8 +275,24 @@ pub struct NixPackage {
     pub attrs: Vec<String>,
     #[serde(default)]
     pub option: Vec<ToolOption>,
+    /// Arguments nixpkgs only accepts on under a condition on another component's targets.
+    #[serde(default)]
+    pub requires: Vec<NixRequirement>,
     pub sources: Vec<String>,
     pub confidence: Option<String>,
+    pub note: Option<String>,
+}
+
+/// `[[nix.package.<attr>.requires]]`: `argument = true` only when `component` is built for a
+/// target starting with `target_prefix` (nixpkgs marks the component broken otherwise).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NixRequirement {
+    pub argument: String,
+    /// The rocpack component (components.toml name).
+    pub component: String,
+    pub target_prefix: String,
+    pub sources: Vec<String>,
     pub note: Option<String>,
 }
 
@@ -412,6 +388,12 @@ impl EmitterKnowledge {
             out.push((format!("[nix.package.{n}]"), &p.sources));
             for o in &p.option {
                 out.push((format!("[nix.package.{n}] option {}", o.option), &o.sources));
+            }
+            for r in &p.requires {
+                out.push((
+                    format!("[nix.package.{n}] requires {}", r.argument),
+                    &r.sources,
+                ));
             }
         }
         out.push(("[therock]".to_owned(), &self.therock.sources));

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use rocpack_plan::kb::Severity;
 use rocpack_plan::model::{
-    ComponentPlan, FindingStatus, Plan, Request, Status as PlanStatus, Tool,
+    ComponentPlan, FindingStatus, Plan, Request, Status as PlanStatus, Tool, unverified,
 };
 use rocpack_plan::{Knowledge, planner};
 
@@ -283,7 +283,7 @@ pub fn render_text(kb: &Knowledge, plan: &Plan, out: &mut impl Write) -> io::Res
                 let conf = c
                     .confidence
                     .as_deref()
-                    .map(|c| format!("  [{c}]"))
+                    .map(|c| format!("  [{}]", unverified(c)))
                     .unwrap_or_default();
                 writeln!(out, "  {:<width$}  {list}{conf}", c.name)?;
                 let args: Vec<String> = c
@@ -392,7 +392,7 @@ pub fn render_text(kb: &Knowledge, plan: &Plan, out: &mut impl Write) -> io::Res
             let conf = f
                 .confidence
                 .as_deref()
-                .map(|c| format!(" ({c})"))
+                .map(|c| format!(" ({})", unverified(c)))
                 .unwrap_or_default();
             writeln!(out, "  {state} {} [{}]{conf}", f.id, f.component)?;
             writeln!(out, "      {}", f.message)?;
@@ -446,7 +446,8 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
             bail!("{}: not a directory", p.display());
         }
     }
-    let report = rocpack_plan::verify::verify(kb, &plan, &args.prefixes, layout)?;
+    let report =
+        rocpack_plan::verify::verify(kb, &plan, &args.prefixes, layout, args.root.as_deref())?;
     let mut out = io::stdout().lock();
     if global.json {
         serde_json::to_writer(&mut out, &report)?;
