@@ -12,8 +12,9 @@ mod emitters;
 mod engines;
 
 pub use emitters::{
-    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, NixRequirement, SpackInfo,
-    SpackPackage, TheRockFeature, TheRockInfo, ToolOption, find_option,
+    EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, NixRequirement, SpackFacts,
+    SpackInfo, SpackPackage, SpackPackageFacts, SpackPropagation, SpackUnsatisfiable, SpackVariant,
+    TheRockFeature, TheRockInfo, ToolOption, find_option,
 };
 pub use engines::{EngineComponent, EngineFacts, EngineInfo, EngineRepo, release_key};
 
@@ -29,11 +30,18 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("rocm-6.4.toml", include_str!("../data/rocm-6.4.toml")),
     ("rocm-7.0.toml", include_str!("../data/rocm-7.0.toml")),
     ("rocm-7.1.toml", include_str!("../data/rocm-7.1.toml")),
-    ("engines/gentoo.toml", include_str!("../data/engines/gentoo.toml")),
+    (
+        "engines/gentoo.toml",
+        include_str!("../data/engines/gentoo.toml"),
+    ),
     // TheRock's engines/therock.toml is not here: TheRock builds its own development line at each
     // commit (7.10, 7.11), not the ROCm releases the knowledge base plans; its snapshot of a
     // release is the commit of that release's day, and tests/engine_therock.rs reads the file.
     ("engines/nix.toml", include_str!("../data/engines/nix.toml")),
+    (
+        "engines/spack.toml",
+        include_str!("../data/engines/spack.toml"),
+    ),
 ];
 
 /// A knowledge-base file that does not parse or breaks a rule the planner relies on.
@@ -832,6 +840,8 @@ pub struct Knowledge {
     pub emitters: EmitterKnowledge,
     /// Tool name → what its package collection holds (`engines/<tool>.toml`).
     pub engines: BTreeMap<String, EngineFacts>,
+    /// Spack's `[facts]` (`engines/spack.toml`), typed: what its recipes accept.
+    pub spack_facts: SpackFacts,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KbError> {
@@ -891,6 +901,12 @@ impl Knowledge {
             facts.check(tool).map_err(|e| kb_error(name, e))?;
             engines.insert(tool.to_owned(), facts);
         }
+        let spack_facts: SpackFacts = engines
+            .get("spack")
+            .and_then(|e: &EngineFacts| e.facts.clone())
+            .ok_or_else(|| kb_error("engines/spack.toml", "missing, or without [facts]"))?
+            .try_into()
+            .map_err(|e: toml::de::Error| kb_error("engines/spack.toml", e.to_string()))?;
         let mut pitfalls = Vec::new();
         for raw in pits.pitfall {
             let when = Predicate::parse(&raw.when)
@@ -920,6 +936,7 @@ impl Knowledge {
             special_targets: fams.special_targets,
             pitfalls,
             emitters,
+            spack_facts,
             engines,
         };
         kb.check()?;

@@ -1276,14 +1276,16 @@ fn engine_lacks_release(cx: &Context<'_>, comps: &[ComponentPlan]) -> Option<Fin
     let mut nearest: Vec<&str> = nearest.into_iter().collect();
     nearest.sort_by_key(|r| crate::kb::release_key(r));
     let built = comps.iter().filter(|c| c.is_built()).count();
-    let which = if lacking.len() == built {
+    let tool = cx.tool.as_str();
+    let repos = repos.join(", ");
+    let message = if lacking.len() == built {
         format!(
-            "none of the {built} components this plan builds is there (nearest release lines: {})",
+            "{tool}'s packages ({repos}) have no ROCm {release}: none of the {built} components this plan builds is there (nearest release lines: {}).",
             nearest.join(", ")
         )
     } else {
         format!(
-            "{} of the {built} components this plan builds are not there: {}",
+            "{tool}'s packages ({repos}) cannot build ROCm {release} of {} of the {built} components this plan builds (no such version, or none that resolves): {}.",
             lacking.len(),
             listed.join("; ")
         )
@@ -1293,11 +1295,7 @@ fn engine_lacks_release(cx: &Context<'_>, comps: &[ComponentPlan]) -> Option<Fin
         severity: Severity::Error,
         component: (*first).to_owned(),
         effect: "no-package".to_owned(),
-        message: format!(
-            "{}'s packages ({}) have no ROCm {release}: {which}.",
-            cx.tool.as_str(),
-            repos.join(", ")
-        ),
+        message,
         status: FindingStatus::Open,
         resolution: None,
         remedies: vec![format!(

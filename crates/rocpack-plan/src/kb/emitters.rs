@@ -57,22 +57,11 @@ pub fn find_option<'a>(
         .find(|o| o.option == option && o.holds_for(release))
 }
 
-/// `[spack.package.<name>]`.
+/// `[spack.package.<name>]`: what `data/engines/spack.toml` cannot say (which plan options are
+/// variants, notes). Versions, the `amdgpu_target` variant and its propagation come from there.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpackPackage {
-    /// The recipe has an `amdgpu_target` variant that becomes the target list.
-    #[serde(default)]
-    pub amdgpu_target: bool,
-    /// The variant's values when the recipe lists its own (else `[spack].amdgpu_target_values`).
-    pub amdgpu_target_values: Option<Vec<String>>,
-    /// Packages the recipe gives its own `amdgpu_target`, value by value.
-    #[serde(default)]
-    pub propagates: Vec<String>,
-    /// The target list the recipe hard-codes (no variant).
-    pub fixed_targets: Option<Vec<String>>,
-    /// Newest version in the copy that was read.
-    pub newest: Option<String>,
     /// `false`: not given as a spec of its own.
     pub root: Option<bool>,
     #[serde(default)]
@@ -86,14 +75,167 @@ pub struct SpackPackage {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpackInfo {
-    /// `ROCmPackage.amdgpu_targets`.
-    pub amdgpu_target_values: Vec<String>,
     /// The operator for "exactly these values" of a multi-valued variant (`:=`).
     pub exact_operator: String,
     pub sources: Vec<String>,
     pub note: Option<String>,
     #[serde(default)]
     pub package: BTreeMap<String, SpackPackage>,
+}
+
+/// `[facts]` of `engines/spack.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpackFacts {
+    /// `amdgpu_target`.
+    pub target_variant: String,
+    /// Where ROCmPackage defines it (`path:line`).
+    pub mixin: String,
+    pub package: BTreeMap<String, SpackPackageFacts>,
+    #[serde(default)]
+    pub unsatisfiable: Vec<SpackUnsatisfiable>,
+}
+
+/// `[facts.package.<name>]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpackPackageFacts {
+    /// package.py, relative to spack-packages.
+    pub source: String,
+    pub versions: Vec<String>,
+    /// Release lines of `versions`.
+    pub releases: Vec<String>,
+    /// Definitions of `amdgpu_target`, `rocm` and the variants the emitter sets.
+    #[serde(default)]
+    pub variant: Vec<SpackVariant>,
+    /// Dependencies that get the package's own `amdgpu_target` value by value.
+    #[serde(default)]
+    pub propagates: Vec<SpackPropagation>,
+}
+
+/// One `variant(...)` definition.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpackVariant {
+    pub name: String,
+    /// The `when=` spec ("" = always).
+    pub when: String,
+    pub source: String,
+    pub default: String,
+    pub multi: bool,
+    pub sticky: bool,
+    /// Disjoint value sets (`auto_or_any_combination_of`, `disjoint_sets`): values of two sets
+    /// cannot be combined.
+    #[serde(default)]
+    pub sets: Vec<Vec<String>>,
+    pub values: Option<Vec<String>>,
+    /// Release lines with a version the definition's `when=` admits.
+    pub releases: Vec<String>,
+}
+
+/// `depends_on("<dep> amdgpu_target=T", when="amdgpu_target=T <when>")` for every T.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpackPropagation {
+    pub dep: String,
+    /// The other conditions of `when=` ("+ck"; "" = none).
+    pub when: String,
+    /// `amdgpu_target=auto` propagates too.
+    pub auto: bool,
+    pub releases: Vec<String>,
+    pub source: String,
+}
+
+/// A release line at which a package and a dependency of it pinned to the same line require
+/// disjoint versions of a common dependency: Spack cannot concretize the package there.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpackUnsatisfiable {
+    pub package: String,
+    pub release: String,
+    pub dep: String,
+    pub common: String,
+    pub package_requires: String,
+    pub dep_requires: String,
+    pub sources: Vec<String>,
+}
+
+/// The sentinel values of a target variant, which are not GPU targets.
+const NOT_TARGETS: &[&str] = &["auto", "none"];
+
+impl SpackPackageFacts {
+    /// Whether a `when=` spec ("+rocm", "@6.3: ~ck", "") holds with the package's defaults; its
+    /// version range is left to `releases`, anything else (`%cmake`, `key=value`) does not hold.
+    fn condition_holds_by_default(&self, when: &str, release: &str) -> bool {
+        when.split_whitespace().all(|c| {
+            let (want, name) = match c.split_at_checked(1) {
+                Some(("@", _)) => return true,
+                Some(("+", n)) => ("True", n),
+                Some(("~", n)) => ("False", n),
+                _ => return false,
+            };
+            self.variant.iter().any(|v| {
+                v.name == name && v.when.is_empty() && v.holds_for(release) && v.default == want
+            })
+        })
+    }
+
+    /// The definitions of `name` that apply at a release line with the package's defaults.
+    pub fn variant_at(&self, name: &str, release: &str) -> Vec<&SpackVariant> {
+        self.variant
+            .iter()
+            .filter(|v| {
+                v.name == name
+                    && v.holds_for(release)
+                    && self.condition_holds_by_default(&v.when, release)
+            })
+            .collect()
+    }
+
+    /// The GPU targets `amdgpu_target` accepts at a release line (in every definition that
+    /// applies), or `None` when the package has no such variant there.
+    pub fn target_values(&self, variant: &str, release: &str) -> Option<Vec<&str>> {
+        let defs = self.variant_at(variant, release);
+        let (first, rest) = defs.split_first()?;
+        let mut values: Vec<&str> = first.targets().collect();
+        for d in rest {
+            let other: Vec<&str> = d.targets().collect();
+            values.retain(|v| other.contains(v));
+        }
+        Some(values)
+    }
+
+    /// The dependencies that get the package's `amdgpu_target` value by value at a release line.
+    pub fn propagates_at(&self, release: &str) -> impl Iterator<Item = &SpackPropagation> {
+        self.propagates
+            .iter()
+            .filter(move |p| p.releases.iter().any(|r| r == release))
+    }
+}
+
+impl SpackVariant {
+    fn holds_for(&self, release: &str) -> bool {
+        self.releases.iter().any(|r| r == release)
+    }
+
+    /// Its values that are GPU targets (not `auto`/`none`).
+    pub fn targets(&self) -> impl Iterator<Item = &str> {
+        self.sets
+            .iter()
+            .flatten()
+            .chain(self.values.iter().flatten())
+            .map(String::as_str)
+            .filter(|v| !NOT_TARGETS.contains(v))
+    }
+}
+
+impl SpackFacts {
+    /// Why Spack cannot concretize `package` at a release line, if the facts say it cannot.
+    pub fn unsatisfiable(&self, package: &str, release: &str) -> Option<&SpackUnsatisfiable> {
+        self.unsatisfiable
+            .iter()
+            .find(|u| u.package == package && u.release == release)
+    }
 }
 
 /// `[gentoo.package."<atom>"]`.
