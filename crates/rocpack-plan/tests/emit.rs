@@ -480,7 +480,7 @@ fn eval_overlay(dir: &Path, overlay: &str, clr_version: &str) -> Result<Value, S
     let harness = format!(
         r#"let
   overlay = import ./rocm-overlay.nix;
-  mk = name: {{ override = args: {{ inherit name; overridden = args; }}; }};
+  mk = name: {{ override = args: {{ inherit name; overridden = args; overrideAttrs = f: {{ inherit name; overridden = args // {{ appended = (f {{ }}).cmakeFlags; }}; }}; }}; overrideAttrs = f: {{ inherit name; overridden = {{ appended = (f {{ }}).cmakeFlags; }}; }}; }};
   base = builtins.listToAttrs (map (n: {{ name = n; value = mk n; }}) [ {} ])
     // {{ clr = {{ version = "{clr_version}"; }}; }};
   prev = {{ rocmPackages = base // {{ overrideScope = f: base // (f base base); }}; }};
@@ -817,4 +817,33 @@ fn therock_family_request_uses_families_and_switches_miopen_ck_off() {
     );
     assert!(!line.contains("THEROCK_AMDGPU_TARGETS"), "{line}");
     assert!(!line.contains("THEROCK_AMDGPU_DIST_BUNDLE_NAME"), "{line}");
+}
+
+/// The seed case of issue 13 in Nix: what the plan changes and nixpkgs has no argument for
+/// (MIOPEN_USE_MLIR, CK's pinned INSTANCES_ONLY) is appended to the derivation's cmakeFlags,
+/// and MIOpen does not link CK; evaluated by nix-instantiate against the stand-in scope.
+#[test]
+fn nix_overlay_appends_the_settings_a_derivation_has_no_argument_for() {
+    require_tool("nix-instantiate", &["--version"]);
+    let plan = plan_for("6.2", &["gfx1030"], &[], Format::Nix);
+    let out = emit(kb(), &plan, Format::Nix);
+    let got = eval_overlay(&scratch("nix-seed-6.2"), &out.stdout, "6.2.4").unwrap();
+    let miopen = &got["miopen"];
+    assert_eq!(miopen["withComposableKernel"], Value::Bool(false), "{got}");
+    assert_eq!(
+        miopen["appended"],
+        serde_json::json!(["-DMIOPEN_USE_MLIR=OFF"]),
+        "{got}"
+    );
+    let ck = &got["composable_kernel_base"];
+    assert_eq!(
+        ck["appended"],
+        serde_json::json!(["-DINSTANCES_ONLY=OFF"]),
+        "{got}"
+    );
+    // A default the plan does not touch is left to the derivation.
+    assert!(
+        got["migraphx"].get("appended").is_none(),
+        "MIGRAPHX_ENABLE_MLIR stays nixpkgs' choice: {got}"
+    );
 }

@@ -109,6 +109,7 @@ let
               (if kept == null then [ ] else map (f: "-D${f}=${builtins.concatStringsSep ";" kept}") (p.target_flags or [ ]))
               ++ ckFlags;
             override = newArgs: make (args // newArgs);
+            overrideAttrs = f: let old = make args; in old // (f old);
           };
     in
     make { };
@@ -120,6 +121,7 @@ let
         gpuTargets = args.gpuTargets or null;
         cmakeFlags = [ ];
         override = newArgs: make (args // newArgs);
+        overrideAttrs = f: let old = make args; in old // (f old);
       };
     in
     make { };

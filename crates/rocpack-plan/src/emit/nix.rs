@@ -21,6 +21,10 @@ struct Override {
     attrs: Vec<String>,
     /// `name = value;` pairs inside `.override { }`.
     args: Vec<(String, String)>,
+    /// `-DNAME=VALUE` for options the plan moves away from the release's default and the
+    /// derivation has no argument for, appended to its cmakeFlags with `overrideAttrs`: CMake
+    /// takes the last definition, so they win over the derivation's own.
+    flags: Vec<String>,
 }
 
 pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
@@ -134,18 +138,37 @@ fn push_scope_overlay(out: &mut String, nix: &NixInfo, release: &str, overrides:
     out.push_str("\n      );\n}\n");
 }
 
-/// Writes `attr = rprev.attr.override { ... };` with its comments.
+/// Writes `attr = rprev.attr.override { ... };` with its comments, followed by
+/// `.overrideAttrs (old: { cmakeFlags = ... ++ [ ... ]; })` when options have no argument.
 fn push_override(out: &mut String, indent: &str, o: &Override, attr: &str) {
     push_comments(out, indent, &o.comments);
-    if o.args.is_empty() {
+    if o.args.is_empty() && o.flags.is_empty() {
         return;
     }
     let a = nix_attr(attr);
-    let _ = writeln!(out, "{indent}{a} = rprev.{a}.override {{");
-    for (k, v) in &o.args {
-        let _ = writeln!(out, "{indent}  {} = {v};", nix_attr(k));
+    let mut base = format!("rprev.{a}");
+    if !o.args.is_empty() {
+        base = format!("{base}.override {{\n");
+        for (k, v) in &o.args {
+            let _ = writeln!(base, "{indent}  {} = {v};", nix_attr(k));
+        }
+        let _ = write!(base, "{indent}}}");
     }
-    let _ = writeln!(out, "{indent}}};");
+    if o.flags.is_empty() {
+        let _ = writeln!(out, "{indent}{a} = {base};");
+        return;
+    }
+    if !o.args.is_empty() {
+        base = format!("({base})");
+    }
+    let flags: Vec<String> = o.flags.iter().map(|f| nix_str(f)).collect();
+    let _ = writeln!(out, "{indent}{a} = {base}.overrideAttrs (old: {{");
+    let _ = writeln!(
+        out,
+        "{indent}  cmakeFlags = (old.cmakeFlags or [ ]) ++ [ {} ];",
+        flags.join(" ")
+    );
+    let _ = writeln!(out, "{indent}}});");
 }
 
 /// The override of one attribute of a built component, if there is anything to say.
@@ -159,6 +182,7 @@ fn attr_override(
     let nix = &kb.emitters.nix;
     let mut comments = vec![format!("{} ({}.{attr})", c.name, nix.scope)];
     let mut args = Vec::new();
+    let mut flags = Vec::new();
     if let Some(planned) = &c.targets {
         match info {
             Some(i) if i.gpu_targets => {
@@ -182,10 +206,26 @@ fn attr_override(
     for s in c.option_settings() {
         let o = info.and_then(|i| find_option(&i.option, &s.name, &plan.release));
         let Some(o) = o else {
-            comments.push(format!(
-                "{}={}: no derivation argument known; not passed",
-                s.name, s.value
-            ));
+            let default = kb
+                .releases
+                .get(&plan.release)
+                .and_then(|r| r.components.get(&c.name))
+                .and_then(|rc| rc.option_default(&s.name));
+            // Passed on purpose: a remedy (its `why` starts with the pitfall's id) or --set pins
+            // it even where it equals the default, since a derivation may pass another value.
+            let pinned = s.why == "--set" || kb.pitfalls.iter().any(|p| s.why.starts_with(&p.id));
+            if default == Some(s.value.as_str()) && !pinned {
+                comments.push(format!(
+                    "{}={}: no derivation argument known; the release's default, left to the derivation",
+                    s.name, s.value
+                ));
+            } else {
+                comments.push(format!(
+                    "{}={}: no derivation argument known; appended to cmakeFlags",
+                    s.name, s.value
+                ));
+                flags.push(format!("-D{}={}", s.name, s.value));
+            }
             continue;
         };
         match option_use(o, s, "derivation", |k| k.to_owned(), "no argument") {
@@ -196,7 +236,7 @@ fn attr_override(
     for r in info.map_or(&[][..], |i| &i.requires) {
         apply_requirement(plan, r, &mut args, &mut comments);
     }
-    if args.is_empty() && comments.len() == 1 {
+    if args.is_empty() && flags.is_empty() && comments.len() == 1 {
         return None;
     }
     let attrs = match info {
@@ -213,6 +253,7 @@ fn attr_override(
         comments,
         attrs,
         args,
+        flags,
     })
 }
 
