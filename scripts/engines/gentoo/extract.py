@@ -23,6 +23,9 @@ import sys
 import tomllib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import tomlw  # noqa: E402  (scripts/engines/tomlw.py)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 CACHE = Path(os.environ.get("ROCPACK_GENTOO_CACHE", Path.home() / ".cache/rocpack-gentoo/gentoo"))
@@ -178,12 +181,8 @@ def dep_atoms(value, rocm):
     return found
 
 
-def q(s):
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def qlist(xs):
-    return "[" + ", ".join(q(x) for x in xs) + "]"
 
 
 def main():
@@ -275,17 +274,17 @@ def main():
             vs = versions[atom]
             lines = sorted({release_of(v) for v in vs}, key=version_key)
             w("")
-            w(f"[components.{q(comp) if not re.fullmatch(r'[A-Za-z0-9_-]+', comp) else comp}]")
-            w(f"package = {q(atom)}")
-            w(f"releases = {qlist(lines)}")
-            w(f"note = {q('versions seen: ' + ' '.join(sorted(vs, key=version_key)))}")
+            w(f"[components.{tomlw.string(comp) if not re.fullmatch(r'[A-Za-z0-9_-]+', comp) else comp}]")
+            w(f"package = {tomlw.string(atom)}")
+            w(f"releases = {tomlw.strings(lines)}")
+            w(f"note = {tomlw.string('versions seen: ' + ' '.join(sorted(vs, key=version_key)))}")
     pr = profile_facts(profile)
     w("")
     w("# profiles/base/make.defaults: the USE_EXPAND variables and the flags the profile enables.")
     w("[facts.profile]")
-    w(f"source = {{ repo = {q('gentoo-mirror/gentoo')}, commit = {q(pr['commit'])}, path = {q(pr['path'])}, md5 = {q(pr['md5'])} }}")
-    w(f"use_expand = {qlist(pr['use_expand'])}")
-    w(f"use = {qlist(pr['use'])}")
+    w(f"source = {{ repo = {tomlw.string('gentoo-mirror/gentoo')}, commit = {tomlw.string(pr['commit'])}, path = {tomlw.string(pr['path'])}, md5 = {tomlw.string(pr['md5'])} }}")
+    w(f"use_expand = {tomlw.strings(pr['use_expand'])}")
+    w(f"use = {tomlw.strings(pr['use'])}")
     w("")
     w("# One entry per md5-cache file read: IUSE (+ marks a default-on flag), the amdgpu_targets")
     w("# flags among them, REQUIRED_USE exactly as Portage evaluates it, and every dependency on a")
@@ -295,30 +294,30 @@ def main():
         w("")
         w("[[facts.ebuild]]")
         for k in ("package", "version", "release"):
-            w(f"{k} = {q(e[k])}")
-        w(f"source = {{ repo = {q(MIRROR)}, commit = {q(e['commit'])}, path = {q(e['path'])}, md5 = {q(e['md5'])} }}")
+            w(f"{k} = {tomlw.string(e[k])}")
+        w(f"source = {{ repo = {tomlw.string(MIRROR)}, commit = {tomlw.string(e['commit'])}, path = {tomlw.string(e['path'])}, md5 = {tomlw.string(e['md5'])} }}")
         for k in ("ebuild_md5", "eapi", "slot", "keywords"):
-            w(f"{k} = {q(e[k])}")
-        w(f"iuse = {qlist(e['iuse'])}")
-        w(f"amdgpu_targets = {qlist(e['amdgpu_targets'])}")
-        w(f"required_use = {q(e['required_use'])}")
+            w(f"{k} = {tomlw.string(e[k])}")
+        w(f"iuse = {tomlw.strings(e['iuse'])}")
+        w(f"amdgpu_targets = {tomlw.strings(e['amdgpu_targets'])}")
+        w(f"required_use = {tomlw.string(e['required_use'])}")
         if e["deps"]:
             w("deps = [")
             for key, tok, cp, when, any_of in e["deps"]:
-                w(f"  {{ kind = {q(key)}, atom = {q(tok)}, package = {q(cp)}, when = {qlist(when)}, any_of = {'true' if any_of else 'false'} }},")
+                w(f"  {{ kind = {tomlw.string(key)}, atom = {tomlw.string(tok)}, package = {tomlw.string(cp)}, when = {tomlw.strings(when)}, any_of = {'true' if any_of else 'false'} }},")
             w("]")
         else:
             w("deps = []")
         c = e["cmake"]
         if c:
-            w(f"cmake = {{ repo = \"gentoo/gentoo\", commit = {q(c['commit'])}, path = {q(c['path'])}, md5 = {q(c['md5'])} }}")
+            w(f"cmake = {{ repo = \"gentoo/gentoo\", commit = {tomlw.string(c['commit'])}, path = {tomlw.string(c['path'])}, md5 = {tomlw.string(c['md5'])} }}")
             w("cmake_usex = [")
             for name, flag, on, off in c["usex"]:
-                w(f"  {{ option = {q(name)}, flag = {q(flag)}, on = {q(on)}, off = {q(off)} }},")
+                w(f"  {{ option = {tomlw.string(name)}, flag = {tomlw.string(flag)}, on = {tomlw.string(on)}, off = {tomlw.string(off)} }},")
             w("]")
             w("cmake_fixed = [")
             for name, value in c["fixed"]:
-                w(f"  {{ option = {q(name)}, value = {q(value)} }},")
+                w(f"  {{ option = {tomlw.string(name)}, value = {tomlw.string(value)} }},")
             w("]")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(out) + "\n")

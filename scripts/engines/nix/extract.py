@@ -24,6 +24,9 @@ import sys
 import tomllib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import tomlw  # noqa: E402  (scripts/engines/tomlw.py)
+
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "scripts/engines/nix/sources.toml"
 COMPONENTS = ROOT / "crates/rocpack-plan/data/components.toml"
@@ -271,22 +274,8 @@ def rule_facts(text, entry):
             "line": ln, "broken": "!anyGfx9Target", "seen_in": entry["line"]}
 
 
-def toml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
-    raise ExtractError(f"cannot write {v!r}")
 
 
-def toml_key(k):
-    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else toml_value(k)
 
 
 def render(manifest, components):
@@ -335,37 +324,37 @@ def render(manifest, components):
                 continue
             if any(a in per_line[src]["rocmPackages"]["attrs"] for a in attrs):
                 releases.append(ln["line"])
-        out.append(f"[components.{toml_key(name)}]")
-        out.append(f"package = {toml_value(attrs[0])}")
-        out.append(f"releases = {toml_value(releases)}")
+        out.append(f"[components.{tomlw.key(name)}]")
+        out.append(f"package = {tomlw.value(attrs[0])}")
+        out.append(f"releases = {tomlw.value(releases)}")
         out.append("")
 
     out.append("[facts]")
     out.append('scope = "rocmPackages"')
     out.append('argument = "gpuTargets"')
-    out.append("lines = " + toml_value([ln["line"] for ln in lines]))
+    out.append("lines = " + tomlw.value([ln["line"] for ln in lines]))
     out.append("")
     for ln in lines:
-        out.append(f"[facts.line.{toml_key(ln['line'])}]")
-        out.append(f"version = {toml_value(ln['version'])}")
-        out.append(f"source = {toml_value(ln['source'])}")
+        out.append(f"[facts.line.{tomlw.key(ln['line'])}]")
+        out.append(f"version = {tomlw.value(ln['version'])}")
+        out.append(f"source = {tomlw.value(ln['source'])}")
         read = per_line.get(ln["line"], {})
         if scope_from[ln["line"]] != ln["line"]:
-            out.append(f"scope_from = {toml_value(scope_from[ln['line']])}")
+            out.append(f"scope_from = {tomlw.value(scope_from[ln['line']])}")
         borrowed = sorted(f["attr"] for f in files if ln["line"] in f.get("stand_in_for", []))
         if borrowed:
-            out.append(f"stand_ins = {toml_value(borrowed)}")
+            out.append(f"stand_ins = {tomlw.value(borrowed)}")
         out.append("")
         for attr in sorted(read):
-            out.append(f"[facts.line.{toml_key(ln['line'])}.package.{toml_key(attr)}]")
+            out.append(f"[facts.line.{tomlw.key(ln['line'])}.package.{tomlw.key(attr)}]")
             for k, v in read[attr].items():
-                out.append(f"{toml_key(k)} = {toml_value(v)}")
+                out.append(f"{tomlw.key(k)} = {tomlw.value(v)}")
             out.append("")
     for ln_name in sorted(set(per_line) - {ln["line"] for ln in lines}):
         for attr, facts in sorted(per_line[ln_name].items()):
-            out.append(f"[facts.rule.{toml_key(attr)}]")
+            out.append(f"[facts.rule.{tomlw.key(attr)}]")
             for k, v in facts.items():
-                out.append(f"{toml_key(k)} = {toml_value(v)}")
+                out.append(f"{tomlw.key(k)} = {tomlw.value(v)}")
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -21,6 +21,9 @@ import os
 import sys
 import tomllib
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tomlw  # noqa: E402  (scripts/engines/tomlw.py)
+
 try:
     import spack.repo
     import spack.version
@@ -47,26 +50,8 @@ CONDITION_VARIANTS = ["rocm"]
 PLANNED_LINES = ["6.0", "6.2", "6.4", "7.0", "7.1"]
 
 
-def q(s):
-    """A TOML basic string."""
-    out = ['"']
-    for c in s:
-        if c == '"':
-            out.append('\\"')
-        elif c == "\\":
-            out.append("\\\\")
-        elif c == "\n":
-            out.append("\\n")
-        elif ord(c) < 0x20:
-            out.append("\\u%04x" % ord(c))
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
 
 
-def qlist(items):
-    return "[" + ", ".join(q(i) for i in items) + "]"
 
 
 def line_key(v):
@@ -190,11 +175,11 @@ def main():
     w(
         "repos = [{ repo = %s, commit = %s, date = %s }, { repo = %s, commit = %s }]"
         % (
-            q("spack/spack-packages"),
-            q(args.packages_commit),
-            q(args.packages_date),
-            q("spack/spack"),
-            q(args.spack_commit),
+            tomlw.string("spack/spack-packages"),
+            tomlw.string(args.packages_commit),
+            tomlw.string(args.packages_date),
+            tomlw.string("spack/spack"),
+            tomlw.string(args.spack_commit),
         )
     )
     w('script = "scripts/engines/spack/extract.py"')
@@ -229,26 +214,26 @@ def main():
             }
         if len(pkgs) != 1:
             sys.exit(f"extract.py: {comp}: [components] takes one package, not {pkgs}")
-        w(f"[components.{q(comp)}]")
-        w(f"package = {q(pkgs[0])}")
-        w(f"releases = {qlist(sort_lines(lines))}")
+        w(f"[components.{tomlw.string(comp)}]")
+        w(f"package = {tomlw.string(pkgs[0])}")
+        w(f"releases = {tomlw.strings(sort_lines(lines))}")
         w("")
 
     # [facts]
     w("[facts]")
-    w(f"target_variant = {q(TARGET_VARIANT)}")
-    w(f"mixin = {q(rel(mixin, root) + ':' + str(mixin_lines.get(TARGET_VARIANT, [0])[0]))}")
+    w(f"target_variant = {tomlw.string(TARGET_VARIANT)}")
+    w(f"mixin = {tomlw.string(rel(mixin, root) + ':' + str(mixin_lines.get(TARGET_VARIANT, [0])[0]))}")
     w("")
     for pkg in sorted(classes):
         cls = classes[pkg]
         path = cls.module.__file__
         src = rel(path, root)
         own_lines = variant_calls(path)
-        w(f"[facts.package.{q(pkg)}]")
-        w(f"source = {q(src)}")
+        w(f"[facts.package.{tomlw.string(pkg)}]")
+        w(f"source = {tomlw.string(src)}")
         vers = sorted(cls.versions)
-        w(f"versions = {qlist(str(v) for v in vers)}")
-        w(f"releases = {qlist(sort_lines({line_key(v) for v in vers if line_key(v)}))}")
+        w(f"versions = {tomlw.strings(str(v) for v in vers)}")
+        w(f"releases = {tomlw.strings(sort_lines({line_key(v) for v in vers if line_key(v)}))}")
         for when, vs in sorted(cls.variants.items(), key=lambda kv: str(kv[0])):
             for vname in sorted(vs):
                 if vname != TARGET_VARIANT and vname not in set_variants:
@@ -260,24 +245,24 @@ def main():
                     where = rel(mixin, root) + ":" + ",".join(str(n) for n in mixin_lines[vname])
                 else:
                     where = src
-                w(f"[[facts.package.{q(pkg)}.variant]]")
-                w(f"name = {q(vname)}")
-                w(f"when = {q(str(when))}")
-                w(f"source = {q(where)}")
+                w(f"[[facts.package.{tomlw.string(pkg)}.variant]]")
+                w(f"name = {tomlw.string(vname)}")
+                w(f"when = {tomlw.string(str(when))}")
+                w(f"source = {tomlw.string(where)}")
                 d = var.default
-                w(f"default = {q(str(d))}")
+                w(f"default = {tomlw.string(str(d))}")
                 w(f"multi = {'true' if var.multi else 'false'}")
                 w(f"sticky = {'true' if var.sticky else 'false'}")
                 vals = var.values
                 if hasattr(vals, "sets"):
                     sets = sorted((sorted(s) for s in vals.sets), key=lambda s: (len(s), s))
-                    w("sets = [" + ", ".join(qlist(s) for s in sets) + "]")
+                    w("sets = [" + ", ".join(tomlw.strings(s) for s in sets) + "]")
                 elif vals is not None:
-                    w(f"values = {qlist(sorted(str(x) for x in vals))}")
+                    w(f"values = {tomlw.strings(sorted(str(x) for x in vals))}")
                 # which release lines the definition applies to
                 w(
                     "releases = "
-                    + qlist(
+                    + tomlw.strings(
                         sort_lines(
                             {
                                 line_key(v)
@@ -306,12 +291,12 @@ def main():
                     if line_key(v) and when_holds_for_version(when, v):
                         entry["lines"].add(line_key(v))
         for (dname, cond), entry in sorted(prop.items()):
-            w(f"[[facts.package.{q(pkg)}.propagates]]")
-            w(f"dep = {q(dname)}")
-            w(f"when = {q(cond)}")
+            w(f"[[facts.package.{tomlw.string(pkg)}.propagates]]")
+            w(f"dep = {tomlw.string(dname)}")
+            w(f"when = {tomlw.string(cond)}")
             w(f"auto = {'true' if entry['auto'] else 'false'}")
-            w(f"releases = {qlist(sort_lines(entry['lines']))}")
-            w(f"source = {q(src + ':' + ','.join(str(n) for n in depends_calls(path, dname)))}")
+            w(f"releases = {tomlw.strings(sort_lines(entry['lines']))}")
+            w(f"source = {tomlw.string(src + ':' + ','.join(str(n) for n in depends_calls(path, dname)))}")
         w("")
 
     # Release lines at which a package and one of its dependencies (same line) constrain a
@@ -322,15 +307,15 @@ def main():
         cls = classes[pkg]
         dname, common, a, b, la, lb = found
         w("[[facts.unsatisfiable]]")
-        w(f"package = {q(pkg)}")
-        w(f"release = {q(line)}")
-        w(f"dep = {q(dname)}")
-        w(f"common = {q(common)}")
-        w(f"package_requires = {q(a)}")
-        w(f"dep_requires = {q(b)}")
+        w(f"package = {tomlw.string(pkg)}")
+        w(f"release = {tomlw.string(line)}")
+        w(f"dep = {tomlw.string(dname)}")
+        w(f"common = {tomlw.string(common)}")
+        w(f"package_requires = {tomlw.string(a)}")
+        w(f"dep_requires = {tomlw.string(b)}")
         w(
             "sources = "
-            + qlist(
+            + tomlw.strings(
                 [
                     rel(cls.module.__file__, root) + ":" + ",".join(map(str, la)),
                     rel(classes[dname].module.__file__, root) + ":" + ",".join(map(str, lb)),

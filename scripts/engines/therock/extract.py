@@ -38,6 +38,9 @@ import sys
 import tempfile
 import tomllib
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import tomlw  # noqa: E402  (scripts/engines/tomlw.py)
+
 DEFAULT_COMMITS = [
     "02eb4a57fdf5a19809c807e51fcd6945b432ddc1",
     "f366a78cbf788333d1e08e0e1d85f89e519c6716",
@@ -407,20 +410,8 @@ def walk_subprojects(src: pathlib.Path):
     return subprojects, gates
 
 
-def toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(v)
 
 
-def toml_key(k: str) -> str:
-    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else toml_value(k)
 
 
 def read_commit(git_dir: str, commit: str) -> dict:
@@ -470,9 +461,9 @@ def main() -> int:
     w('tool = "therock"')
     w("repos = [")
     for sn in snaps:
-        w(f"  {{ repo = {toml_value(REPO)}, commit = {toml_value(sn['commit'])}, date = {toml_value(sn['date'])} }},")
+        w(f"  {{ repo = {tomlw.value(REPO)}, commit = {tomlw.value(sn['commit'])}, date = {tomlw.value(sn['date'])} }},")
     w("]")
-    w(f"script = {toml_value(SCRIPT)}")
+    w(f"script = {tomlw.value(SCRIPT)}")
     w('note = "TheRock builds the sources its submodules pin: one ROCm line per commit (version.json), so a component\'s releases are the lines of the commits read."')
     w("")
     w("# rocpack component -> TheRock sub-project, and the ROCm lines (version.json) of the commits read")
@@ -485,59 +476,59 @@ def main() -> int:
         )
         if not lines_of:
             continue
-        w(f"[components.{toml_key(comp)}]")
-        w(f"package = {toml_value(name)}")
-        w(f"releases = {toml_value(lines_of)}")
+        w(f"[components.{tomlw.key(comp)}]")
+        w(f"package = {tomlw.value(name)}")
+        w(f"releases = {tomlw.value(lines_of)}")
     for sn in snaps:
         sid = "therock-" + sn["commit"][:8]
         t = f'facts."{sid}"'
         w("")
         w(f"[{t}]")
-        w(f"commit = {toml_value(sn['commit'])}")
-        w(f"rocm_version = {toml_value(sn['version'])}")
+        w(f"commit = {tomlw.value(sn['commit'])}")
+        w(f"rocm_version = {tomlw.value(sn['version'])}")
         w('rocm_version_at = "version.json"')
-        w(f"validate_at = {toml_value(sn['validate_at'])}")
+        w(f"validate_at = {tomlw.value(sn['validate_at'])}")
         w("# Variables therock_validate_amdgpu_targets reads.")
-        w(f"validate_reads = {toml_value(sn['reads'])}")
+        w(f"validate_reads = {tomlw.value(sn['reads'])}")
         w("")
         w("# FATAL_ERROR checks of therock_validate_amdgpu_targets, in order.")
         for c in sn["checks"]:
             w(f"[[{t}.check]]")
-            w(f"message = {toml_value(c['message'])}")
-            w(f"at = {toml_value(c['at'])}")
+            w(f"message = {tomlw.value(c['message'])}")
+            w(f"at = {tomlw.value(c['at'])}")
         w("")
         w("# THEROCK_* cache variables and options of the top-level CMakeLists.txt.")
         w(f"[{t}.cache]")
         for k in sorted(sn["cache"]):
-            w(f"{k} = {toml_value(sn['cache'][k])}")
+            w(f"{k} = {tomlw.value(sn['cache'][k])}")
         w("")
         w("# therock_add_amdgpu_target(): product name, families (besides the target's own name),")
         w("# sub-projects it is removed from.")
         w(f"[{t}.target]")
         for k in sorted(sn["targets"]):
-            w(f"{k} = {toml_value(sn['targets'][k])}")
+            w(f"{k} = {tomlw.value(sn['targets'][k])}")
         w("")
         w("# Every selectable family (each target is also a family of its own name) -> its targets.")
         w(f"[{t}.family]")
         for k in sorted(sn["families"]):
-            w(f"{toml_key(k)} = {toml_value(sn['families'][k])}")
+            w(f"{tomlw.key(k)} = {tomlw.value(sn['families'][k])}")
         w("")
         w("# THEROCK_ENABLE_<NAME>: group, required features (therock_finalize_features turns them on).")
         w(f"[{t}.feature]")
         for k in sorted(sn["features"]):
-            w(f"{k} = {toml_value(sn['features'][k])}")
+            w(f"{k} = {tomlw.value(sn['features'][k])}")
         w("")
         w("# therock_cmake_subproject_declare(): the THEROCK_ENABLE_* tests around it, which target list")
         w("# it gets (per-arch THEROCK_AMDGPU_TARGETS, dist, or none), defaults and -D arguments.")
         w(f"[{t}.subproject]")
         for k in sorted(sn["subprojects"]):
-            w(f"{toml_key(k)} = {toml_value(sn['subprojects'][k])}")
+            w(f"{tomlw.key(k)} = {tomlw.value(sn['subprojects'][k])}")
         w("")
         w("# The composable-kernel gate in ml-libs/CMakeLists.txt (`_ck_supported_gfx_targets`: a")
         w("# THEROCK_AMDGPU_TARGETS entry outside it turns THEROCK_MIOPEN_USE_COMPOSABLE_KERNEL off).")
         w(f"[{t}.ck_gate]")
         for k in sorted(sn["gates"]):
-            w(f"{k} = {toml_value(sn['gates'][k])}")
+            w(f"{k} = {tomlw.value(sn['gates'][k])}")
     out = pathlib.Path(a.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
