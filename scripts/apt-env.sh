@@ -67,3 +67,9 @@ apt_version() {
   { apt-cache "${O[@]}" show --no-all-versions "$1" 2>/dev/null || true; } |
     awk '/^Version:/ { print $2; exit }'
 }
+
+# The version of a source package (needs ROCPACK_APT_DEB_SRC=1 before sourcing this file).
+apt_source_version() {
+  { apt-cache "${O[@]}" showsrc --only-source "$1" 2>/dev/null || true; } |
+    awk '/^Version:/ { print $2; exit }'
+}

@@ -142,16 +142,11 @@ apt_refresh derive-facts
 src="$corpus/src"
 mkdir -p "$src"
 
-source_version() {
-  { apt-cache "${O[@]}" showsrc --only-source "$1" 2>/dev/null || true; } |
-    awk '/^Version:/ { print $2; exit }'
-}
-
 lines=()
 missing=()
 for entry in "${components[@]}"; do
   pkg=${entry%%:*} component=${entry#*:}
-  version=$(source_version "$pkg")
+  version=$(apt_source_version "$pkg")
   if [ -z "$version" ]; then
     echo "derive-facts: source package $pkg is not in Debian sid" >&2
     exit 1
