@@ -15,6 +15,8 @@ for pair in clang++-19:clang-19 clang-offload-bundler-19:clang-tools-19 llvm-rea
   cmd=${pair%%:*} pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
+# GNU time (/usr/bin/time -v) for the peak RSS in bench/packages.sh; the shell keyword is not it.
+[ -x /usr/bin/time ] || need+=(time)
 # Perl modules used by roc-obj-ls in the benchmark.
 perl -MFile::Which -e1 2>/dev/null || need+=(libfile-which-perl)
 perl -MURI::Escape -e1 2>/dev/null || need+=(liburi-perl)
