@@ -30,6 +30,12 @@ pub struct Global {
     #[arg(long, global = true, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
     pub max_decompressed: u64,
 
+    /// Largest package member (.deb, wheel, tar) read for inspection (e.g. 512M, 16G); a larger
+    /// member is reported, not read. Members over 8 MiB are read into a temporary file in
+    /// $TMPDIR, removed at once.
+    #[arg(long, global = true, value_name = "SIZE", default_value = "8G", value_parser = parse_size)]
+    pub max_member: u64,
+
     /// Do not print progress on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,

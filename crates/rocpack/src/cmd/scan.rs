@@ -25,6 +25,7 @@ pub fn run(global: &Global, args: &ScanArgs) -> Result<Status> {
         .collect::<Result<Vec<_>>>()?;
     let opts = ScanOptions {
         max_decompressed: global.max_decompressed,
+        max_member: global.max_member,
         include_data_files: true,
         ..ScanOptions::default()
     };

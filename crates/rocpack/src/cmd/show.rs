@@ -24,6 +24,7 @@ pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
         metadata: args.kernels,
         decompress: true,
         max_decompressed: global.max_decompressed,
+        max_member: global.max_member,
         ..ScanOptions::default()
     };
     let progress = Progress::new(global.quiet);

@@ -195,6 +195,7 @@ fn toolchain_check(
     }
     let opts = rocpack_scan::ScanOptions {
         max_decompressed: global.max_decompressed,
+        max_member: global.max_member,
         ..rocpack_scan::ScanOptions::default()
     };
     let scanned = rocpack_scan::scan(walked, &opts, |_, _| {});
