@@ -1,8 +1,9 @@
 //! Packages read in place, never unpacked to disk: Debian `.deb` files, wheels and other zip
 //! files, and tarballs (`.tar`, `.tar.gz`, `.tar.xz`, `.tar.zst`).
 //!
-//! Members are streamed out of the package, read from the file with `pread` (the package is
-//! never mapped whole, so its pages do not count against the process). A member is kept only
+//! Members are streamed out of the package, read from the file with `pread`, so the
+//! package's pages are not held by the process (stored zip members alone are inspected
+//! through a map of the package, which touches only the pages the inspection reads). A member is kept only
 //! when its first bytes show device code (an ELF file, an archive, a bundle) and then only up
 //! to [`ScanOptions::max_member`]; every other member is skipped as it streams past. Members
 //! that need no bytes at all, such as the per-architecture index files of rocBLAS and
@@ -57,6 +58,10 @@ pub const STREAM_FLOOR: u64 = 4 << 30;
 /// Beyond [`STREAM_FLOOR`], a compressed tar stream may decompress to this many times its
 /// compressed size (real packages stay under 20; deflate cannot exceed 1032).
 pub const STREAM_RATIO: u64 = 1024;
+/// Memory liblzma's decoder threads may take between them (see [`decoder`]).
+const XZ_THREADS_MEMORY: u64 = 64 << 20;
+/// Memory an xz stream may need at all; a stream that needs more is refused.
+const XZ_MEMORY_STOP: u64 = 128 << 20;
 /// Most members read from one package.
 const MAX_MEMBERS: usize = 1_000_000;
 /// Largest zip central directory read (about 400,000 members with 100-byte names).
@@ -651,13 +656,15 @@ fn decoder<'a>(
             let threads = std::thread::available_parallelism()
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
             // liblzma decodes on one thread unless `memlimit_threading` allows more (its
-            // default, 0, means one); `memlimit_stop` refuses a stream whose dictionary would
-            // need more than 1 GiB (xz -9 needs 65 MiB), so a hostile header cannot make the
-            // decoder allocate without bound.
+            // default, 0, means one). Each thread holds a whole block in and out (dpkg-deb's
+            // blocks are 24 MiB: two threads took 150 MB), so the threads get 64 MiB between
+            // them and liblzma runs as many as fit. `memlimit_stop` refuses a stream whose
+            // dictionary would need more than 128 MiB (xz -9 needs 65 MiB; zstd's decoder has
+            // the same default ceiling), so a hostile header cannot make it allocate more.
             let stream = liblzma::stream::MtStreamBuilder::new()
                 .threads(threads)
-                .memlimit_threading(1 << 30)
-                .memlimit_stop(1 << 30)
+                .memlimit_threading(XZ_THREADS_MEMORY)
+                .memlimit_stop(XZ_MEMORY_STOP)
                 .decoder()
                 .map_err(io::Error::other)?;
             Box::new(liblzma::read::XzDecoder::new_stream(
