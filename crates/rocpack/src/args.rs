@@ -388,7 +388,8 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
-    /// A file (or a directory, walked recursively).
+    /// A file, a directory (walked recursively), or a package (.deb, wheel, tarball) read in
+    /// place.
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
 

@@ -525,6 +525,132 @@ fn tar_zst_reads_like_its_tree() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Extract
+// ------------------------------------------------------------------------------------------------
+
+/// `rocpack extract --json --target TARGET -o OUT PATH`.
+fn extract_run(path: &Path, target: &str, out: &Path) -> Run {
+    rocpack(&[
+        OsStr::new("extract"),
+        OsStr::new("--json"),
+        OsStr::new("--target"),
+        OsStr::new(target),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        path.as_os_str(),
+    ])
+}
+
+/// What an extract run wrote: each record, its `file` rewritten from `prefix` to [`ROOT`] and
+/// its `output` cut to the file name, with the bytes of that file.
+fn extracted(run: &Run, prefix: &str) -> Vec<(Value, Vec<u8>)> {
+    assert_eq!(
+        run.code, 0,
+        "{}: exit status; stderr:\n{}",
+        run.command, run.stderr
+    );
+    assert_eq!(run.stderr, "", "{}: stderr", run.command);
+    run.records()
+        .into_iter()
+        .map(|mut r| {
+            let out = PathBuf::from(r["output"].as_str().unwrap());
+            let bytes = std::fs::read(&out).unwrap();
+            r["output"] = Value::from(out.file_name().unwrap().to_string_lossy().into_owned());
+            let file = r["file"].as_str().unwrap().replace(prefix, ROOT);
+            r["file"] = Value::from(file);
+            (r, bytes)
+        })
+        .collect()
+}
+
+/// `extract` from the package writes the same files with the same bytes as from `tree`, for
+/// every target; returns how many code objects were compared.
+fn assert_extracts_like_tree(pkg: &Path, tree: &Path, targets: &[&str], scratch: &Path) -> usize {
+    let mut compared = 0;
+    for target in targets {
+        let slug = target.replace(':', "_");
+        let (t_out, p_out) = (
+            scratch.join(format!("tree-{slug}")),
+            scratch.join(format!("pkg-{slug}")),
+        );
+        let t = extracted(
+            &extract_run(tree, target, &t_out),
+            &format!("{}/", path_str(tree)),
+        );
+        let p = extracted(
+            &extract_run(pkg, target, &p_out),
+            &format!("{}!/", path_str(pkg)),
+        );
+        assert!(
+            !t.is_empty(),
+            "nothing extracted for {target} from {}",
+            tree.display()
+        );
+        for (i, ((pr, pb), (tr, tb))) in p.iter().zip(&t).enumerate() {
+            assert_eq!(pr, tr, "{target}: record #{i} (left: package, right: tree)");
+            assert!(
+                pb == tb,
+                "{target}: {} differs from the tree's bytes",
+                pr["output"]
+            );
+        }
+        assert_eq!(
+            p.len(),
+            t.len(),
+            "{target}: code objects from the package and from the tree"
+        );
+        compared += t.len();
+    }
+    compared
+}
+
+const EXTRACT_TARGETS: [&str; 4] = [
+    "gfx90a:xnack+",
+    "gfx1030",
+    "gfx906:sramecc-:xnack-",
+    "gfx942",
+];
+
+#[test]
+fn extract_from_a_wheel_gives_the_bytes_of_its_tree() {
+    let ws = Workspace::new();
+    let pkg = ws.build(Kind::Wheel);
+    assert!(assert_extracts_like_tree(&pkg, &ws.tree(), &EXTRACT_TARGETS, ws.dir.path()) > 0);
+}
+
+#[test]
+fn extract_from_a_deb_gives_the_bytes_of_its_tree() {
+    let ws = Workspace::new();
+    let pkg = ws.build(Kind::DebXz);
+    assert!(assert_extracts_like_tree(&pkg, &ws.tree(), &EXTRACT_TARGETS, ws.dir.path()) > 0);
+}
+
+#[test]
+fn extract_from_a_tarball_gives_the_bytes_of_its_tree() {
+    let ws = Workspace::new();
+    let pkg = ws.build(Kind::TarZst);
+    assert!(assert_extracts_like_tree(&pkg, &ws.tree(), &EXTRACT_TARGETS, ws.dir.path()) > 0);
+}
+
+/// The wheel of issue 14, where `extract` said "no code object for gfx1100" while `list` showed
+/// it (network: downloaded once from PyPI). The tree is the wheel unpacked by Python's zipfile.
+#[test]
+fn extract_from_the_gafime_rocm_wheel_gives_the_bytes_of_its_tree() {
+    let wheel = common::fetch_wheel("gafime-rocm", "0.4.7");
+    let scratch = common::tempdir();
+    let tree = scratch.path().join("tree");
+    run_checked(
+        Command::new(need("python3"))
+            .arg("-c")
+            .arg("import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])")
+            .arg(&wheel)
+            .arg(&tree),
+    );
+    let n = assert_extracts_like_tree(&wheel, &tree, &["gfx1100"], scratch.path());
+    assert!(n > 0);
+}
+
+// ------------------------------------------------------------------------------------------------
 // Damaged packages
 // ------------------------------------------------------------------------------------------------
 

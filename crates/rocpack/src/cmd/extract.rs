@@ -1,13 +1,18 @@
-//! `rocpack extract`: write the code objects for one target.
+//! `rocpack extract`: write the code objects for one target, from files, directories and
+//! packages read in place.
 
 use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
 
 use anyhow::{Context, Result, bail};
 use rocpack_amdgpu::{Feature, TargetId, TargetIdError};
 use rocpack_offload::{CodeObject, ImageFormat, Inspection};
-use rocpack_scan::{ScanOptions, expand, inspect_file};
+use rocpack_scan::package::read_package_with;
+use rocpack_scan::{FileResult, ScanOptions, expand, inspect_file, package_kind};
 use serde::Serialize;
 
 use crate::args::{ExtractArgs, Global};
@@ -44,6 +49,95 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
+/// A compatible code object found in a file or package member: its path, the entry, its bytes.
+type Candidate = (PathBuf, CodeObject, Vec<u8>);
+
+/// Where extracted code objects go, and what has been written so far.
+struct Out<'a> {
+    args: &'a ExtractArgs,
+    global: &'a Global,
+    wanted: &'a TargetId,
+    written: usize,
+    names: HashSet<String>,
+    stdout: std::io::StdoutLock<'static>,
+}
+
+impl Out<'_> {
+    /// Writes the code objects of one file (or package member) from its compatible entries:
+    /// per container the exact match if there is one, else the first compatible entry (one
+    /// code object per bundle and target, as the bundler gives).
+    fn write_file(&mut self, r: &FileResult, candidates: Vec<Candidate>) -> Result<()> {
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        let file = path_string(&r.path);
+        let base = slug(
+            &r.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "input".into()),
+        );
+        let empty = Inspection::default();
+        let inspection = r.inspection.as_ref().unwrap_or(&empty);
+        let mut taken: HashSet<Option<usize>> = HashSet::new();
+        let exact: HashSet<Option<usize>> = candidates
+            .iter()
+            .filter(|(_, co, _)| co.target.as_ref() == Some(self.wanted))
+            .map(|(_, co, _)| co.container)
+            .collect();
+        for (_, co, bytes) in &candidates {
+            let is_exact = co.target.as_ref() == Some(self.wanted);
+            if (exact.contains(&co.container) && !is_exact) || !taken.insert(co.container) {
+                continue;
+            }
+            let t = co
+                .target
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let ext = if co.format == ImageFormat::Bitcode {
+                "bc"
+            } else {
+                "co"
+            };
+            let mut n = self.written;
+            let name = loop {
+                let name = format!("{base}.{n}.{}.{ext}", slug(&t));
+                if self.names.insert(name.clone()) {
+                    break name;
+                }
+                n += 1;
+            };
+            let dest = self.args.output.join(&name);
+            output::write_atomically(&self.args.output, &dest, bytes)
+                .with_context(|| format!("cannot write {}", dest.display()))?;
+            self.written += 1;
+            let w = Written {
+                file: &file,
+                container: inspection.location(co.container),
+                entry_id: co.entry_id.as_deref(),
+                target: Some(t),
+                size: co.size,
+                output: path_string(&dest),
+            };
+            if self.global.json {
+                serde_json::to_writer(&mut self.stdout, &w)?;
+                writeln!(self.stdout)?;
+            } else {
+                writeln!(
+                    self.stdout,
+                    "{} ({} {}) -> {}",
+                    w.file,
+                    w.container,
+                    w.entry_id.unwrap_or("code object"),
+                    w.output
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
 pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
     let wanted =
         TargetId::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
@@ -72,93 +166,62 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
     let opts = ScanOptions {
         decompress: true,
         max_decompressed: global.max_decompressed,
+        max_member: global.max_member,
         ..ScanOptions::default()
     };
-    let mut written = 0usize;
+    let mut out = Out {
+        args,
+        global,
+        wanted: &wanted,
+        written: 0,
+        names: HashSet::new(),
+        stdout: std::io::stdout().lock(),
+    };
     let mut status = Status::Ok;
-    let mut stdout = std::io::stdout().lock();
-    let mut names = HashSet::new();
     let mut results = Vec::new();
+    let wanted_entry = |co: &CodeObject| {
+        !co.host
+            && co.format != ImageFormat::Empty
+            && co.target.as_ref().is_some_and(|t| compatible(t, &wanted))
+    };
     for (path, _) in &files {
-        let file = path_string(path);
-        let base = slug(
-            &path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "input".into()),
-        );
-        // Collect the compatible entries with their bytes, then take per container the exact
-        // match if there is one, else the first compatible entry: one code object per bundle
-        // and target, as the bundler gives.
-        let mut candidates: Vec<(CodeObject, Vec<u8>)> = Vec::new();
-        let mut sink = |_: &Inspection, co: &CodeObject, bytes: &[u8]| {
-            if co.host || co.format == ImageFormat::Empty {
-                return;
+        // A package is read in place by the same reader as `list` and `scan`; each member
+        // that holds code is then written as the same file in the unpacked tree would be.
+        let (read, mut found): (Vec<FileResult>, Vec<Candidate>) = match package_kind(path) {
+            Some(kind) => {
+                let found = Mutex::new(Vec::new());
+                let sink = |member: &Path, _: &Inspection, co: &CodeObject, bytes: &[u8]| {
+                    if wanted_entry(co) {
+                        found.lock().unwrap_or_else(|e| e.into_inner()).push((
+                            member.to_path_buf(),
+                            co.clone(),
+                            bytes.to_vec(),
+                        ));
+                    }
+                };
+                let examined = AtomicUsize::new(0);
+                let read = read_package_with(path, kind, &opts, &|_| {}, &examined, Some(&sink));
+                (read, found.into_inner().unwrap_or_else(|e| e.into_inner()))
             }
-            if co.target.as_ref().is_some_and(|t| compatible(t, &wanted)) {
-                candidates.push((co.clone(), bytes.to_vec()));
+            None => {
+                let mut found = Vec::new();
+                let mut sink = |_: &Inspection, co: &CodeObject, bytes: &[u8]| {
+                    if wanted_entry(co) {
+                        found.push((path.clone(), co.clone(), bytes.to_vec()));
+                    }
+                };
+                let r = inspect_file(path, &opts, Some(&mut sink));
+                (vec![r], found)
             }
         };
-        let r = inspect_file(path, &opts, Some(&mut sink));
-        let empty = Inspection::default();
-        let inspection = r.inspection.as_ref().unwrap_or(&empty);
-        let mut taken: HashSet<Option<usize>> = HashSet::new();
-        let exact: HashSet<Option<usize>> = candidates
-            .iter()
-            .filter(|(co, _)| co.target.as_ref() == Some(&wanted))
-            .map(|(co, _)| co.container)
-            .collect();
-        for (co, bytes) in &candidates {
-            let is_exact = co.target.as_ref() == Some(&wanted);
-            if (exact.contains(&co.container) && !is_exact) || !taken.insert(co.container) {
-                continue;
-            }
-            let t = co
-                .target
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            let ext = if co.format == ImageFormat::Bitcode {
-                "bc"
-            } else {
-                "co"
-            };
-            let mut n = written;
-            let name = loop {
-                let name = format!("{base}.{n}.{}.{ext}", slug(&t));
-                if names.insert(name.clone()) {
-                    break name;
-                }
-                n += 1;
-            };
-            let dest = args.output.join(&name);
-            output::write_atomically(&args.output, &dest, bytes)
-                .with_context(|| format!("cannot write {}", dest.display()))?;
-            written += 1;
-            let w = Written {
-                file: &file,
-                container: inspection.location(co.container),
-                entry_id: co.entry_id.as_deref(),
-                target: Some(t),
-                size: co.size,
-                output: path_string(&dest),
-            };
-            if global.json {
-                serde_json::to_writer(&mut stdout, &w)?;
-                writeln!(stdout)?;
-            } else {
-                writeln!(
-                    stdout,
-                    "{} ({} {}) -> {}",
-                    w.file,
-                    w.container,
-                    w.entry_id.unwrap_or("code object"),
-                    w.output
-                )?;
-            }
+        for r in &read {
+            let (mine, rest) = found.into_iter().partition(|(p, _, _)| *p == r.path);
+            found = rest;
+            out.write_file(r, mine)?;
         }
-        results.push(r);
+        results.extend(read);
     }
+    let written = out.written;
     status = status.max(output::report_problems(&results));
     for (p, e) in errors {
         eprintln!("error: {}: {e}", p.display());

@@ -863,3 +863,46 @@ pub fn assert_same_bytes(a: &[u8], b: &[u8], what: &str) {
         first.map(|i| format!("{i:#x}"))
     );
 }
+
+/// A wheel from PyPI, downloaded once (`pip download --no-deps NAME==VERSION`) into the corpus
+/// cache's `wheels/` directory (`$ROCPACK_CORPUS`, default ~/.cache/rocpack-corpus). Panics,
+/// saying the network is needed, when pip cannot download it.
+pub fn fetch_wheel(name: &str, version: &str) -> PathBuf {
+    let corpus = std::env::var_os("ROCPACK_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
+                .join(".cache/rocpack-corpus")
+        });
+    let dir = corpus.join("wheels");
+    let stem = format!("{}-{version}-", name.replace('-', "_"));
+    let find = || {
+        std::fs::read_dir(&dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with(&stem) && n.ends_with(".whl")
+                })
+            })
+    };
+    if let Some(p) = find() {
+        return p;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new("pip");
+    cmd.args(["download", "--quiet", "--no-deps"])
+        .arg(format!("{name}=={version}"))
+        .arg("-d")
+        .arg(&dir);
+    let out = output_of(&mut cmd);
+    assert!(
+        out.status.success(),
+        "network needed: cannot download {name}=={version} from PyPI ({}):\n{}",
+        describe(&cmd),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    find().unwrap_or_else(|| panic!("pip downloaded no {stem}*.whl into {}", dir.display()))
+}
