@@ -15,7 +15,7 @@ use super::{
     option_use, processors, push_comments, skip_reason,
 };
 use crate::kb::{GentooPackage, Knowledge, find_option, version_key};
-use crate::model::{ComponentPlan, Plan, Setting, SettingKind};
+use crate::model::{ComponentPlan, Plan, Setting, SettingKind, SettingOrigin};
 
 pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let gentoo = &kb.emitters.gentoo;
@@ -350,6 +350,7 @@ fn bool_value_str(value: &str) -> Option<bool> {
         value: value.to_owned(),
         kind: SettingKind::Bool,
         why: String::new(),
+        origin: SettingOrigin::Default,
     })
 }
 

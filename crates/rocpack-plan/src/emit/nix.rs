@@ -211,10 +211,9 @@ fn attr_override(
                 .get(&plan.release)
                 .and_then(|r| r.components.get(&c.name))
                 .and_then(|rc| rc.option_default(&s.name));
-            // Passed on purpose: a remedy (its `why` starts with the pitfall's id) or --set pins
-            // it even where it equals the default, since a derivation may pass another value.
-            let pinned = s.why == "--set" || kb.pitfalls.iter().any(|p| s.why.starts_with(&p.id));
-            if default == Some(s.value.as_str()) && !pinned {
+            // Passed on purpose (a remedy, --set, a tool rule) pins it even where it equals the
+            // default, since a derivation may pass another value.
+            if default == Some(s.value.as_str()) && !s.origin.pins() {
                 comments.push(format!(
                     "{}={}: no derivation argument known; the release's default, left to the derivation",
                     s.name, s.value
