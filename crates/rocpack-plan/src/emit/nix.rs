@@ -10,7 +10,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Emission, Format, OptionUse, header_comments, option_use, push_comments, skip_reason};
+use super::{
+    Emission, Format, OptionUse, header_comments, knobless, option_use, push_comments, skip_reason,
+};
 use crate::kb::{Knowledge, NixInfo, NixPackage, NixRequirement, find_option};
 use crate::model::{ComponentPlan, Plan};
 
@@ -206,23 +208,17 @@ fn attr_override(
     for s in c.option_settings() {
         let o = info.and_then(|i| find_option(&i.option, &s.name, &plan.release));
         let Some(o) = o else {
-            let default = kb
-                .releases
-                .get(&plan.release)
-                .and_then(|r| r.components.get(&c.name))
-                .and_then(|rc| rc.option_default(&s.name));
-            // Passed on purpose (a remedy, --set, a tool rule) pins it even where it equals the
-            // default, since a derivation may pass another value.
-            if default == Some(s.value.as_str()) && !s.origin.pins() {
-                comments.push(format!(
-                    "{}={}: no derivation argument known; the release's default, left to the derivation",
-                    s.name, s.value
-                ));
-            } else {
-                comments.push(format!(
-                    "{}={}: no derivation argument known; appended to cmakeFlags",
-                    s.name, s.value
-                ));
+            let (pass, note) = knobless(
+                kb,
+                plan,
+                c,
+                s,
+                "no derivation argument known",
+                "derivation",
+                "appended to cmakeFlags",
+            );
+            comments.push(note);
+            if pass {
                 flags.push(format!("-D{}={}", s.name, s.value));
             }
             continue;
