@@ -167,6 +167,10 @@ pub struct ComponentPlan {
     /// Knowledge-base confidence of the target facts ("approximate", "unconfirmed", ...).
     pub confidence: Option<String>,
     pub sources: Vec<String>,
+    /// The facts read from the component's own sources at the release that the plan rests on
+    /// (`data/derived/`): which fact, the origin and `path:line`.
+    #[serde(default)]
+    pub derived: Vec<String>,
 }
 
 impl ComponentPlan {

@@ -1134,6 +1134,14 @@ fn assemble(
             expect_device_code,
             confidence,
             sources: rc.sources.clone(),
+            derived: cx
+                .kb
+                .derived
+                .iter()
+                .filter(|f| f.release == cx.rel.release.version && f.component == *name)
+                .filter(|f| f.derived.is_some())
+                .map(|f| format!("{}: {}", f.fact, f.at))
+                .collect(),
         });
     }
 

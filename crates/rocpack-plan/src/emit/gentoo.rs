@@ -123,8 +123,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             continue;
         }
         for atom in atoms {
-            let mut cmake_args = Vec::new();
-            let refuses = package_lines(
+            let (refuses, cmake_args) = package_lines(
                 &mut package_use,
                 kb,
                 plan,
@@ -136,7 +135,6 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
                     global: &global,
                     variable,
                 },
-                &mut cmake_args,
             );
             if refuses && !refused.contains(&c.name.as_str()) {
                 refused.push(&c.name);
@@ -209,7 +207,8 @@ struct Lists<'a> {
 
 /// The lines of one package: its own target list when it differs, its USE flags, and comments
 /// for what it cannot express. Returns whether Portage refuses the package (its REQUIRED_USE
-/// needs a target none of the planned or global targets provides).
+/// needs a target none of the planned or global targets provides), and the CMake arguments
+/// no USE flag carries (for MYCMAKEARGS).
 fn package_lines(
     out: &mut String,
     kb: &Knowledge,
@@ -218,8 +217,8 @@ fn package_lines(
     atom: &str,
     info: Option<&GentooPackage>,
     lists: Lists<'_>,
-    cmake_args: &mut Vec<String>,
-) -> bool {
+) -> (bool, Vec<String>) {
+    let mut cmake_args = Vec::new();
     let release = &plan.release;
     let variable = lists.variable;
     let mut notes = Vec::new();
@@ -382,7 +381,7 @@ fn package_lines(
         lines.push(format!("{atom} {}", flags.join(" ")));
     }
     if notes.is_empty() && lines.is_empty() {
-        return refuses;
+        return (refuses, cmake_args);
     }
     let _ = writeln!(out, "# {}", one_line(&c.name));
     push_comments(
@@ -398,7 +397,7 @@ fn package_lines(
             let _ = writeln!(out, "{l}");
         }
     }
-    refuses
+    (refuses, cmake_args)
 }
 
 /// A CMake boolean: `Some(true)` for ON, `Some(false)` for OFF (as a plan setting reads).
