@@ -360,7 +360,9 @@ pub struct ListArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    /// Also list host entries and entries that are not device code.
+    /// Also list entries that are not AMD GPU code: host entries, empty entries, other vendors'
+    /// device code (SYCL spir64/spir64_gen, NVPTX) and bytes that are not device code. Without
+    /// it, a row is an AMDGPU code object or an entry whose triple is amdgcn or AMD SPIR-V.
     #[arg(long)]
     pub all_entries: bool,
 
