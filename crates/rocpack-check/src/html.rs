@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use rocpack_amdgpu::compat::Verdict;
 use rocpack_bytes::human_size;
 
+use crate::label::distinguishing_suffixes;
 use crate::matrix::{Matrix, letter};
 
 /// What the report is about, shown in its header.
@@ -51,6 +52,36 @@ fn verdict_rank(v: Verdict) -> u8 {
         Verdict::Override => 1,
         Verdict::None => 0,
     }
+}
+
+/// The row labels: each library by the fewest trailing path components that tell it apart from
+/// the other rows ([`distinguishing_suffixes`]): `libx.so` alone, `cupy_rocm_7_0.whl!/cupy/cub.so`
+/// where two packages hold the same member. A Tensile directory needs two components and reads
+/// `rocblas/library` unless more are needed.
+fn row_labels(matrix: &Matrix) -> Vec<String> {
+    let paths: Vec<(&str, usize)> = matrix
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.library.as_str(),
+                if r.kind == "tensile-dir" { 2 } else { 1 },
+            )
+        })
+        .collect();
+    let suffixes = distinguishing_suffixes(&paths);
+    // `rocblas/4.4.1/library` reads better as `rocblas/library`, where no other row is so called.
+    suffixes
+        .iter()
+        .zip(&matrix.rows)
+        .map(|(label, r)| {
+            let short = short_name(&r.library, r.kind);
+            let readable = r.kind == "tensile-dir"
+                && label.split('/').count() <= 2
+                && suffixes.iter().filter(|s| **s == short).count() == usize::from(*label == short);
+            if readable { short } else { label.clone() }
+        })
+        .collect()
 }
 
 /// The last path component of a library path (`PACKAGE!/a/b/libx.so` → `libx.so`), or the
@@ -225,9 +256,10 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
     h.push_str("<div class=\"wrap\"><table class=\"matrix\" id=\"matrix\"><thead><tr>");
     h.push_str("<th class=\"lib\">library</th><th class=\"num\">size</th>");
     for c in &matrix.columns {
-        let title = match &c.gpu.name {
-            Some(n) => format!("{} — {}", c.gpu.given, n),
-            None => c.gpu.given.clone(),
+        let title = if c.gpu.given == c.gpu.target.to_string() {
+            c.gpu.label()
+        } else {
+            format!("{}: {}", c.gpu.given, c.gpu.label())
         };
         let _ = write!(
             h,
@@ -237,12 +269,13 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
         );
     }
     h.push_str("</tr></thead><tbody>\n");
-    for (i, r) in matrix.rows.iter().enumerate() {
+    let labels = row_labels(matrix);
+    for (i, (r, label)) in matrix.rows.iter().zip(&labels).enumerate() {
         let _ = write!(
             h,
             "<tr><th title=\"{}\"><a href=\"#lib{i}\">{}</a>{}</th><td class=\"num\" data-k=\"{}\">{}</td>",
             esc(&r.library),
-            esc(&short_name(&r.library, r.kind)),
+            esc(label),
             if r.read_errors {
                 " <span class=\"err\" title=\"read errors\">!</span>"
             } else {
@@ -262,7 +295,7 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
                 h,
                 "<td class=\"v {v}\" data-k=\"{}\" title=\"{} on {}: {} — {}\">{letter}</td>",
                 verdict_rank(c.verdict),
-                esc(&short_name(&r.library, r.kind)),
+                esc(label),
                 esc(&col.gpu.given),
                 v,
                 esc(&c.reason)
@@ -284,13 +317,13 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
     h.push_str("</tr></tfoot></table></div>\n");
 
     h.push_str("<h2>Libraries</h2>\n");
-    for (i, r) in matrix.rows.iter().enumerate() {
+    for (i, (r, label)) in matrix.rows.iter().zip(&labels).enumerate() {
         let code: u64 = r.bytes_per_processor.values().sum();
         let _ = write!(
             h,
             "<details id=\"lib{i}\"><summary><b>{}</b> — {} · {} bundles · {} device code</summary>\
              <div class=\"meta\"><code>{}</code>{}</div>",
-            esc(&short_name(&r.library, r.kind)),
+            esc(label),
             esc(r.kind),
             r.bundles,
             human_size(code),
