@@ -65,11 +65,10 @@ impl EntryId {
             return false;
         }
         let mut fields = self.triple.split('-');
-        match (fields.next(), fields.next()) {
-            (Some("amdgcn"), _) => true,
-            (Some("spirv64"), Some("amd")) => true,
-            _ => false,
-        }
+        matches!(
+            (fields.next(), fields.next()),
+            (Some("amdgcn"), _) | (Some("spirv64"), Some("amd"))
+        )
     }
 
     /// The target ID, when the entry names a parseable one.
