@@ -84,6 +84,19 @@ fn row_labels(matrix: &Matrix) -> Vec<String> {
         .collect()
 }
 
+/// A row label as HTML: its directory part and its file name in separate spans, so that a long
+/// label is shortened in the directory part, never in the file name first.
+fn label_html(label: &str) -> String {
+    match label.rsplit_once('/') {
+        Some((dir, base)) => format!(
+            "<span class=\"pre\">{}/</span><span class=\"base\">{}</span>",
+            esc(dir),
+            esc(base)
+        ),
+        None => format!("<span class=\"base\">{}</span>", esc(label)),
+    }
+}
+
 /// The last path component of a library path (`PACKAGE!/a/b/libx.so` → `libx.so`), or the
 /// last two for a Tensile directory (`rocblas/library`).
 fn short_name(path: &str, kind: &str) -> String {
@@ -132,8 +145,13 @@ table.matrix { border-collapse: separate; border-spacing: 0; }
 .matrix thead th.lib, .matrix thead th.num { padding: 6px 10px; text-align: left; vertical-align: bottom; }
 .matrix th.sorted-asc::after { content: " ▲"; } .matrix th.sorted-desc::after { content: " ▼"; }
 .matrix tbody th { position: sticky; left: 0; background: #fff; z-index: 1; text-align: left;
-                   font-weight: normal; padding: 4px 10px; white-space: nowrap; max-width: 420px;
+                   font-weight: normal; padding: 4px 10px; white-space: nowrap; max-width: 520px;
                    overflow: hidden; text-overflow: ellipsis; }
+/* A long label gives up the middle of its directory part first: the start (a package) and the
+   file name stay readable. */
+.lab { display: inline-flex; max-width: 500px; vertical-align: bottom; }
+.lab .pre { flex: 0 1000 auto; min-width: 3em; overflow: hidden; text-overflow: ellipsis; }
+.lab .base { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .matrix td.num { padding: 4px 10px; text-align: right; white-space: nowrap; color: var(--muted); }
 .matrix td.v { width: 30px; height: 26px; text-align: center; color: #fff; font-size: 11px;
                font-weight: 700; border-left: 1px solid #fff; }
@@ -273,9 +291,9 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
     for (i, (r, label)) in matrix.rows.iter().zip(&labels).enumerate() {
         let _ = write!(
             h,
-            "<tr><th title=\"{}\"><a href=\"#lib{i}\">{}</a>{}</th><td class=\"num\" data-k=\"{}\">{}</td>",
+            "<tr><th title=\"{}\"><a class=\"lab\" href=\"#lib{i}\">{}</a>{}</th><td class=\"num\" data-k=\"{}\">{}</td>",
             esc(&r.library),
-            esc(label),
+            label_html(label),
             if r.read_errors {
                 " <span class=\"err\" title=\"read errors\">!</span>"
             } else {

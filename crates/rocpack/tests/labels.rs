@@ -153,6 +153,21 @@ fn scan_columns_are_processors_unless_a_product_is_named() {
     assert_eq!(get_str(named[0], "name"), "Radeon RX 7900 XTX");
 }
 
+/// The text of an HTML fragment.
+fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// (tooltip, label) of each row of the report's heat map.
 fn report_rows(html: &str) -> Vec<(String, String)> {
     let body = html.split("<tbody>").nth(1).unwrap();
@@ -163,7 +178,7 @@ fn report_rows(html: &str) -> Vec<(String, String)> {
             let (title, rest) = row.split_once('"').unwrap();
             let label = rest.split_once("\">").unwrap().1;
             let label = label.split_once("</a>").unwrap().0;
-            (html_unescape(title), html_unescape(label))
+            (html_unescape(title), html_unescape(&strip_tags(label)))
         })
         .collect()
 }
