@@ -70,16 +70,30 @@ fn row_labels(matrix: &Matrix) -> Vec<String> {
         })
         .collect();
     let suffixes = distinguishing_suffixes(&paths);
-    // `rocblas/4.4.1/library` reads better as `rocblas/library`, where no other row is so called.
-    suffixes
+    // `rocblas/4.4.1/library` reads better as `rocblas/library`, where no other row would read so.
+    let shorts: Vec<Option<String>> = suffixes
         .iter()
         .zip(&matrix.rows)
         .map(|(label, r)| {
-            let short = short_name(&r.library, r.kind);
-            let readable = r.kind == "tensile-dir"
-                && label.split('/').count() <= 2
-                && suffixes.iter().filter(|s| **s == short).count() == usize::from(*label == short);
-            if readable { short } else { label.clone() }
+            (r.kind == "tensile-dir" && label.split('/').count() <= 2)
+                .then(|| short_name(&r.library, r.kind))
+        })
+        .collect();
+    suffixes
+        .iter()
+        .zip(&shorts)
+        .enumerate()
+        .map(|(i, (label, short))| match short {
+            Some(s)
+                if suffixes
+                    .iter()
+                    .zip(&shorts)
+                    .enumerate()
+                    .all(|(j, (l, o))| j == i || (l != s && o.as_ref() != Some(s))) =>
+            {
+                s.clone()
+            }
+            _ => label.clone(),
         })
         .collect()
 }
@@ -410,6 +424,46 @@ mod tests {
                 "tensile-dir"
             ),
             "rocblas/library"
+        );
+    }
+
+    fn matrix_of(rows: &[(&str, &'static str)]) -> Matrix {
+        Matrix {
+            columns: Vec::new(),
+            rows: rows
+                .iter()
+                .map(|(library, kind)| crate::matrix::Row {
+                    library: (*library).to_owned(),
+                    package: None,
+                    kind,
+                    size: 0,
+                    bundles: 0,
+                    bytes_per_processor: Default::default(),
+                    cells: Vec::new(),
+                    read_errors: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn kernel_directories_read_rocblas_library_only_where_that_is_unique() {
+        let one = matrix_of(&[
+            (
+                "/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library",
+                "tensile-dir",
+            ),
+            ("/usr/lib/x86_64-linux-gnu/librocblas.so.4", "elf"),
+        ]);
+        assert_eq!(row_labels(&one), ["rocblas/library", "librocblas.so.4"]);
+        let two = matrix_of(&[
+            ("/a/rocblas/4.4.1/library", "tensile-dir"),
+            ("/b/rocblas/4.5.0/library", "tensile-dir"),
+            ("/c/rocblas/library", "tensile-dir"),
+        ]);
+        assert_eq!(
+            row_labels(&two),
+            ["4.4.1/library", "4.5.0/library", "rocblas/library"]
         );
     }
 
