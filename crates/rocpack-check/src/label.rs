@@ -1,6 +1,8 @@
 //! How reports name things: a GPU (a product, or a processor with its products) and a library
 //! (the shortest trailing part of its path that tells it apart from the report's other rows).
 
+use std::collections::HashMap;
+
 use rocpack_amdgpu::catalogue;
 
 use crate::evaluate::Gpu;
@@ -47,35 +49,29 @@ pub fn distinguishing_suffixes(paths: &[(&str, usize)]) -> Vec<String> {
         .iter()
         .map(|(p, _)| p.split('/').filter(|c| !c.is_empty()).collect())
         .collect();
-    let ends_with = |long: &[&str], tail: &[&str]| -> bool {
-        long.len() >= tail.len()
-            && long
-                .iter()
-                .rev()
-                .zip(tail.iter().rev())
-                .all(|(a, b)| a == b)
-    };
+    // How many paths end with each run of trailing components: a run that only its own path
+    // ends with tells that path apart (rows × depth² work, not rows²).
+    let mut ending: HashMap<&[&str], usize> = HashMap::new();
+    for parts in &split {
+        for k in 1..=parts.len() {
+            if let Some(tail) = parts.get(parts.len() - k..) {
+                *ending.entry(tail).or_insert(0) += 1;
+            }
+        }
+    }
     split
         .iter()
         .zip(paths)
-        .enumerate()
-        .map(|(i, (parts, (path, min)))| {
-            let unique = (1..=parts.len()).find(|&k| {
-                let Some(tail) = parts.get(parts.len() - k..) else {
-                    return false;
-                };
-                k >= *min
-                    && split
-                        .iter()
-                        .enumerate()
-                        .all(|(j, other)| j == i || !ends_with(other, tail))
+        .map(|(parts, (path, min))| {
+            let unique = (*min.max(&1)..parts.len()).find_map(|k| {
+                parts
+                    .get(parts.len() - k..)
+                    .filter(|tail| ending.get(tail) == Some(&1))
             });
             match unique {
-                // All components: the path as written, leading `/` included.
-                Some(k) if k < parts.len() => {
-                    parts.get(parts.len() - k..).unwrap_or_default().join("/")
-                }
-                _ => (*path).to_owned(),
+                Some(tail) => tail.join("/"),
+                // Nothing shorter will do: the path as written, leading `/` included.
+                None => (*path).to_owned(),
             }
         })
         .collect()
