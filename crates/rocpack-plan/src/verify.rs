@@ -552,6 +552,18 @@ impl Walk<'_> {
                     continue;
                 }
             }
+            if let Some(odd) = rocpack_scan::NotRegular::of_type(kind).filter(|_| !kind.is_symlink()) {
+                // A FIFO, socket or device where the install should have a file: never opened.
+                if !self.matcher.accepted(&next).is_empty() {
+                    self.problems.push(problem(
+                        &path,
+                        Severity::Error,
+                        "not-regular-file",
+                        rocpack_scan::NotRegular::error(odd).to_string(),
+                    ));
+                }
+                continue;
+            }
             if kind.is_file() || kind.is_symlink() {
                 let globs = self.matcher.accepted(&next);
                 if !globs.is_empty() {
@@ -673,7 +685,7 @@ fn read_device_code(record: &Record) -> Read {
         read.problems.push(problem(
             shown,
             Severity::Error,
-            "unreadable-file",
+            result.io_error_code.unwrap_or("unreadable-file"),
             e.clone(),
         ));
     }

@@ -103,10 +103,10 @@ pub fn read_package(
     examined: &AtomicUsize,
 ) -> Vec<FileResult> {
     let mut out = Vec::new();
-    let file = match File::open(path) {
+    let file = match crate::open_regular(path) {
         Ok(f) => f,
         Err(e) => {
-            out.push(FileResult::failed(path, e.to_string()));
+            out.push(FileResult::from_io_error(path, &e));
             return out;
         }
     };

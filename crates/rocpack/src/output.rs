@@ -52,7 +52,11 @@ pub fn report_problems(results: &[FileResult]) -> Status {
     for r in results {
         let path = path_string(&r.path);
         if let Some(err) = &r.io_error {
-            let _ = writeln!(e, "error: {path}: {err}");
+            match r.io_error_code {
+                Some(code) => writeln!(e, "error[{code}]: {path}: {err}"),
+                None => writeln!(e, "error: {path}: {err}"),
+            }
+            .ok();
             status = Status::Error;
         }
         if let Some(i) = &r.inspection {

@@ -1,7 +1,6 @@
 //! `rocpack strip`, `rocpack compress`, `rocpack decompress`: rewrite the bundles of files,
 //! atomically, verified before anything is replaced.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -340,7 +339,7 @@ fn one_file(
         },
         _ => path.to_path_buf(),
     };
-    let file = match File::open(&real) {
+    let file = match rocpack_scan::open_regular(&real) {
         Ok(f) => f,
         Err(e) => {
             o.error = Some(e.to_string());
@@ -361,6 +360,10 @@ fn one_file(
             return o;
         }
     };
+    if let Err(e) = map.check_unchanged(&file) {
+        o.error = Some(format!("not rewritten: {e}"));
+        return o;
+    }
     let target = match dest {
         Dest::DryRun => None,
         Dest::InPlace => Some((real.clone(), true)),

@@ -141,7 +141,7 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
     out.flush()?;
     let unreadable = findings
         .iter()
-        .any(|f| f.code == Code::UnreadableFile && f.severity == Severity::Error);
+        .any(|f| matches!(f.code, Code::UnreadableFile | Code::NotRegularFile) && f.severity == Severity::Error);
     Ok(if unreadable {
         Status::Error
     } else if errors > 0 {
