@@ -324,7 +324,9 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) +
             let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
             // A FIFO named `x.whl` is refused by `inspect_file`, not read as a package.
             let regular = meta.is_some_and(|m| m.is_file());
-            let kind = (opts.open_packages && regular).then(|| package_kind(p)).flatten();
+            let kind = (opts.open_packages && regular)
+                .then(|| package_kind(p))
+                .flatten();
             (p, *explicit, size, kind)
         })
         .collect();

@@ -162,7 +162,8 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 /// # Errors
 /// As [`read_regular`], or invalid UTF-8.
 pub fn read_regular_to_string(path: &Path) -> io::Result<String> {
-    String::from_utf8(read_regular(path)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    String::from_utf8(read_regular(path)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// A file's bytes, mapped read-only (or empty for an empty file), and guarded against the
@@ -341,7 +342,8 @@ fn install_handler() {
             }
             let _ = PREVIOUS.set(previous);
             let mut action: libc::sigaction = std::mem::zeroed();
-            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) = on_sigbus;
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                on_sigbus;
             action.sa_sigaction = handler as libc::sighandler_t;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
             libc::sigemptyset(&mut action.sa_mask);
@@ -446,7 +448,12 @@ mod tests {
         let map = Mapped::from_file(&file).unwrap();
         assert_eq!(map[100], 0xab);
         assert!(map.fault_offset().is_none());
-        OpenOptions::new().write(true).open(&path).unwrap().set_len(4096).unwrap();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
         // Without the handler this read ends the test process with SIGBUS.
         let tail = map[(1 << 20) - 1];
         assert_eq!(tail, 0);
@@ -457,7 +464,9 @@ mod tests {
         assert!(FileChanged::is(&err));
         assert_eq!(
             err.to_string(),
-            format!("changed size while being read (truncated to 4096 bytes at offset {offset:#x})")
+            format!(
+                "changed size while being read (truncated to 4096 bytes at offset {offset:#x})"
+            )
         );
         drop(map);
         // The slot is free again and a new map of the same file is clean.
