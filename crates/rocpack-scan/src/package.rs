@@ -133,6 +133,10 @@ pub fn read_package(
         r.size = map.len() as u64;
         out.push(r);
     }
+    if let Err(e) = map.check_unchanged(&file) {
+        // What was read after the package shrank may be zeros: keep only the error.
+        out = vec![FileResult::from_io_error(path, &e)];
+    }
     out
 }
 

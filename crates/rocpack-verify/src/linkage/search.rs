@@ -365,9 +365,8 @@ impl Environment {
     pub fn load(&self, host: &Path, id: FileId) -> Parsed {
         let cell = lock(&self.objects).entry(id).or_default().clone();
         cell.get_or_init(|| {
-            let data = rocpack_scan::Mapped::open(host).map_err(|e| e.to_string())?;
-            DynObject::parse(&data)
-                .map(Arc::new)
+            rocpack_scan::Mapped::with_file(host, |data| DynObject::parse(data).map(Arc::new))
+                .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())
         })
         .clone()
