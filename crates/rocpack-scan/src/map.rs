@@ -135,6 +135,13 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     if let Some(kind) = NotRegular::of_type(std::fs::metadata(path)?.file_type()) {
         return Err(kind.error());
     }
+    open_checked(path)
+}
+
+/// The open half of [`open_regular`]: what happens when the path was swapped after the stat.
+fn open_checked(path: &Path) -> io::Result<File> {
+    // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    // O_NOCTTY: a terminal device never becomes the controlling terminal.
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -495,6 +502,10 @@ mod tests {
         assert_eq!(NotRegular::of_error(&e), Some(NotRegular::CharDevice));
         let e = read_regular(dir.path()).unwrap_err();
         assert_eq!(NotRegular::of_error(&e), Some(NotRegular::Directory));
+        // A path that became a FIFO after the stat: the open returns at once and the fstat
+        // refuses it.
+        let e = open_checked(&fifo).unwrap_err();
+        assert_eq!(NotRegular::of_error(&e), Some(NotRegular::Fifo));
         let plain = dir.path().join("plain");
         std::fs::write(&plain, b"abc").unwrap();
         assert_eq!(read_regular(&plain).unwrap(), b"abc");
