@@ -103,10 +103,10 @@ pub fn read_package(
     examined: &AtomicUsize,
 ) -> Vec<FileResult> {
     let mut out = Vec::new();
-    let file = match File::open(path) {
+    let file = match crate::open_regular(path) {
         Ok(f) => f,
         Err(e) => {
-            out.push(FileResult::failed(path, e.to_string()));
+            out.push(FileResult::from_io_error(path, &e));
             return out;
         }
     };
@@ -132,6 +132,10 @@ pub fn read_package(
         let mut r = FileResult::failed(path, e);
         r.size = map.len() as u64;
         out.push(r);
+    }
+    if let Err(e) = map.check_unchanged(&file) {
+        // What was read after the package shrank may be zeros: keep only the error.
+        out = vec![FileResult::from_io_error(path, &e)];
     }
     out
 }

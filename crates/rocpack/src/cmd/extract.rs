@@ -147,21 +147,25 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
                 serde_json::to_writer(&mut stdout, &w)?;
                 writeln!(stdout)?;
             } else {
-                writeln!(
-                    stdout,
+                let line = format!(
                     "{} ({} {}) -> {}",
                     w.file,
                     w.container,
                     w.entry_id.unwrap_or("code object"),
                     w.output
-                )?;
+                );
+                writeln!(stdout, "{}", output::escape_text(&line))?;
             }
         }
         results.push(r);
     }
     status = status.max(output::report_problems(&results));
     for (p, e) in errors {
-        eprintln!("error: {}: {e}", p.display());
+        eprintln!(
+            "error: {}: {}",
+            output::path_text(&p),
+            output::escape_text(&e)
+        );
         status = Status::Error;
     }
     if written == 0 {

@@ -100,7 +100,7 @@ fn print_text(
     let width = m
         .rows
         .iter()
-        .map(|r| r.library.chars().count())
+        .map(|r| output::escape_text(&r.library).chars().count())
         .max()
         .unwrap_or(0);
     let size_w = 10;
@@ -134,7 +134,7 @@ fn print_text(
         writeln!(
             out,
             "{:width$}  {:>size_w$}  {}",
-            r.library,
+            output::escape_text(&r.library),
             human_size(r.size),
             cells.trim_end()
         )?;

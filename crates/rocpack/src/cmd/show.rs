@@ -43,7 +43,13 @@ pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
             )?;
             writeln!(out)?;
         } else {
-            print_file(&mut out, &file, r.size, i, args.kernels)?;
+            print_file(
+                &mut out,
+                &output::escape_text(&file),
+                r.size,
+                i,
+                args.kernels,
+            )?;
         }
     }
     out.flush()?;
@@ -172,7 +178,12 @@ fn print_container(
     } else {
         (at, size)
     };
-    writeln!(out, "{pad}{what}{at}{size}")?;
+    // Section and member names come from the file.
+    writeln!(
+        out,
+        "{}",
+        output::escape_text(&format!("{pad}{what}{at}{size}"))
+    )?;
     for co in i.code_objects.iter().filter(|co| co.container == Some(id)) {
         print_code_object(out, co, depth + 1, kernels)?;
     }
@@ -230,7 +241,8 @@ fn print_code_object(
         _ if co.size > 0 => facts.push(format!("at {:#x} in the member's own file", co.offset)),
         _ => {}
     }
-    writeln!(out, "{pad}{idx}{id}: {}", facts.join(", "))?;
+    let line = format!("{pad}{idx}{id}: {}", facts.join(", "));
+    writeln!(out, "{}", output::escape_text(&line))?;
     if kernels {
         if let Some(md) = &co.metadata {
             let rows: Vec<Vec<String>> = md
