@@ -170,6 +170,47 @@ pub fn lossless_string(bytes: &[u8]) -> String {
     out
 }
 
+/// Makes a name safe to print in text output, so that a file or member name cannot end a line,
+/// move the cursor or colour the terminal (a fake row in a table, a hidden warning):
+/// - `\n`, `\r` and `\t` as those two characters;
+/// - any other C0 control character and DEL as `\xNN` (ESC is `\x1b`);
+/// - C1 controls (U+0080–U+009F) and the invisible characters that reorder or break text
+///   (U+061C, U+200B–U+200F, U+2028–U+202E, U+2060–U+2069, U+FEFF) as `\u{NNNN}`.
+///
+/// Everything else is kept, including backslashes, so that a name read through
+/// [`lossless_string`] (where a byte that is not UTF-8 is already `\xNN`) reads the same in
+/// text as in JSON. A backslash in an escaped name is therefore ambiguous (a file may really
+/// be called `a\n`); JSON output (`--json`) is exact.
+pub fn escape_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c < ' ' || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if needs_escape(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
 /// A byte count in binary units for people: `512 B`, `41.3 MiB`, `1.6 GiB`.
 pub fn human_size(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -195,8 +236,13 @@ pub fn table(
     header: &[&str],
     rows: &[Vec<String>],
 ) -> std::io::Result<()> {
+    // Cells hold names from files: escaped, so that one cannot add a row or colour the rest.
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape_text(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
@@ -213,8 +259,8 @@ pub fn table(
         writeln!(out, "{}", s.trim_end())
     };
     line(&mut header.iter().copied())?;
-    for r in rows {
-        line(&mut r.iter().map(String::as_str))?;
+    for r in &rows {
+        line(&mut r.iter().map(|c| c.as_ref()))?;
     }
     Ok(())
 }
@@ -243,6 +289,36 @@ mod tests {
         assert_eq!(align_up(4096, 4096), Some(4096));
         assert_eq!(align_up(u64::MAX, 8), None);
         assert_eq!(align_up(7, 0), Some(7));
+    }
+
+    #[test]
+    fn escape_text_neutralises_control_characters() {
+        assert_eq!(escape_text("libx.so"), "libx.so");
+        assert!(matches!(
+            escape_text("gfx90a:xnack+"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            escape_text("a\nb\x1b[31mred\t\r\x7f\u{85}\u{202e}é"),
+            "a\\nb\\x1b[31mred\\t\\r\\x7f\\u{0085}\\u{202e}é"
+        );
+        // Backslashes are kept: a lossless string reads the same as in JSON.
+        assert_eq!(escape_text(&lossless_string(b"a\xff\n")), "a\\xff\\n");
+    }
+
+    #[test]
+    fn table_cells_cannot_add_rows() {
+        let mut out = Vec::new();
+        table(
+            &mut out,
+            &["FILE", "N"],
+            &[vec!["a\nFAKE  ROW".into(), "1".into()]],
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "FILE          N\na\\nFAKE  ROW  1\n"
+        );
     }
 
     #[test]

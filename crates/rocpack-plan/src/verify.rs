@@ -552,6 +552,20 @@ impl Walk<'_> {
                     continue;
                 }
             }
+            if let Some(odd) =
+                rocpack_scan::NotRegular::of_type(kind).filter(|_| !kind.is_symlink())
+            {
+                // A FIFO, socket or device where the install should have a file: never opened.
+                if !self.matcher.accepted(&next).is_empty() {
+                    self.problems.push(problem(
+                        &path,
+                        Severity::Error,
+                        "not-regular-file",
+                        rocpack_scan::NotRegular::error(odd).to_string(),
+                    ));
+                }
+                continue;
+            }
             if kind.is_file() || kind.is_symlink() {
                 let globs = self.matcher.accepted(&next);
                 if !globs.is_empty() {
@@ -673,7 +687,7 @@ fn read_device_code(record: &Record) -> Read {
         read.problems.push(problem(
             shown,
             Severity::Error,
-            "unreadable-file",
+            result.io_error_code.unwrap_or("unreadable-file"),
             e.clone(),
         ));
     }
@@ -681,7 +695,8 @@ fn read_device_code(record: &Record) -> Read {
         return read;
     };
     for co in &i.code_objects {
-        if co.host || !matches!(co.format, ImageFormat::CodeObject | ImageFormat::Bitcode) {
+        if !co.is_amd_gpu() || !matches!(co.format, ImageFormat::CodeObject | ImageFormat::Bitcode)
+        {
             continue;
         }
         let Some(t) = &co.target else { continue };
@@ -1196,7 +1211,7 @@ pub fn render_text(report: &Report, out: &mut impl Write) -> io::Result<()> {
             report.targets.join(" ")
         },
         if report.prefixes.len() == 1 {
-            report.prefixes.join("")
+            rocpack_bytes::escape_text(&report.prefixes.join("")).into_owned()
         } else {
             plural(report.prefixes.len(), "prefix", "prefixes")
         },
@@ -1334,7 +1349,11 @@ fn write_details(report: &Report, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "  found       {}",
-            if found.is_empty() { "-" } else { &found }
+            if found.is_empty() {
+                "-".into()
+            } else {
+                rocpack_bytes::escape_text(&found)
+            }
         )?;
         if !c.missing.is_empty() {
             writeln!(out, "  missing     {}", c.missing.join(" "))?;
@@ -1343,7 +1362,9 @@ fn write_details(report: &Report, out: &mut impl Write) -> io::Result<()> {
             writeln!(
                 out,
                 "  unplanned   {} (total {})",
-                sized_list(c.unplanned.iter().map(|u| (u.processor.as_str(), u.bytes))),
+                rocpack_bytes::escape_text(&sized_list(
+                    c.unplanned.iter().map(|u| (u.processor.as_str(), u.bytes))
+                )),
                 human_size(c.unplanned_bytes)
             )?;
         }
@@ -1389,7 +1410,9 @@ fn write_problems(report: &Report, out: &mut impl Write) -> io::Result<()> {
                 });
             }
             let at = at.trim_end_matches(',');
-            writeln!(out, "{sev}[{}]: {}:{at} {}", p.code, p.path, p.message)?;
+            // Paths, member names and messages come from the install: one escaped line.
+            let line = format!("{sev}[{}]: {}:{at} {}", p.code, p.path, p.message);
+            writeln!(out, "{}", rocpack_bytes::escape_text(&line))?;
         }
     }
 

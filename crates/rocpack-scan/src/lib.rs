@@ -15,10 +15,14 @@ pub mod package;
 
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 use rocpack_offload::{Inspection, Options, ThinMemberLoader, inspect_with};
 
-pub use map::Mapped;
+pub use map::{
+    FileChanged, Mapped, NotRegular, open_regular, read_regular, read_regular_to_string,
+};
 pub use package::{PackageKind, package_kind, read_package};
 
 /// How to scan.
@@ -85,6 +89,10 @@ pub struct FileResult {
     pub io_error: Option<String>,
     /// The package this is a member of (`path` is then `PACKAGE!/MEMBER`).
     pub package: Option<PathBuf>,
+    /// The diagnostic code of `io_error` when it has one (docs/diagnostics.md):
+    /// `not-regular-file` for a FIFO, socket or device skipped without opening it,
+    /// `file-changed` for a file that shrank while it was read.
+    pub io_error_code: Option<&'static str>,
 }
 
 impl FileResult {
@@ -97,6 +105,7 @@ impl FileResult {
             inspection: Some(inspection),
             io_error: None,
             package: None,
+            io_error_code: None,
         }
     }
 
@@ -109,12 +118,32 @@ impl FileResult {
             inspection: None,
             io_error: Some(error),
             package: None,
+            io_error_code: None,
         }
+    }
+
+    /// A result for a file that could not be read because of `error`, with the diagnostic code
+    /// for a file that is not a regular file or that changed while being read.
+    pub fn from_io_error(path: &Path, error: &std::io::Error) -> Self {
+        let mut r = Self::failed(path, error.to_string());
+        r.io_error_code = io_error_code(error);
+        r
     }
 
     /// Whether reading this file hit an error (I/O or malformed content).
     pub fn has_errors(&self) -> bool {
         self.io_error.is_some() || self.inspection.as_ref().is_some_and(Inspection::has_errors)
+    }
+}
+
+/// The diagnostic code for an I/O error that has one (see [`FileResult::io_error_code`]).
+pub fn io_error_code(error: &std::io::Error) -> Option<&'static str> {
+    if NotRegular::of_error(error).is_some() {
+        Some("not-regular-file")
+    } else if FileChanged::is(error) {
+        Some("file-changed")
+    } else {
+        None
     }
 }
 
@@ -124,6 +153,8 @@ pub type PathError = (PathBuf, String);
 /// Expands paths into files: files as given, directories walked recursively (symbolic links
 /// inside directories are not followed, so `libx.so.1 -> libx.so.1.2` is read once), sorted
 /// per directory for a stable order. Unreadable directories become errors in the result.
+/// FIFOs, sockets and devices are listed like files, so that whoever opens them (through
+/// [`open_regular`]) reports them as skipped; nothing here opens a file.
 pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<PathError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -160,8 +191,8 @@ fn walk_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>, errors: &mut Vec<PathE
         let path = entry.path();
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk_dir(&path, files, errors, depth + 1),
-            Ok(t) if t.is_file() => files.push((path, false)),
-            Ok(_) => {}
+            Ok(t) if t.is_symlink() => {}
+            Ok(_) => files.push((path, false)),
             Err(e) => errors.push((path, e.to_string())),
         }
     }
@@ -175,9 +206,7 @@ impl ThinMemberLoader for DirLoader<'_> {
     fn with_member(&self, name: &str, f: &mut dyn FnMut(&[u8])) -> Result<(), String> {
         // Thin archives store member paths relative to the archive (GNU ar and llvm-ar).
         let path = self.dir.join(name);
-        let map = Mapped::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        f(&map);
-        Ok(())
+        Mapped::with_file(&path, |bytes| f(bytes)).map_err(|e| format!("{}: {e}", path.display()))
     }
 }
 
@@ -194,22 +223,21 @@ pub fn inspect_file(
         inspection: None,
         io_error: None,
         package: None,
+        io_error_code: None,
     };
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => {
-            result.io_error = Some(e.to_string());
-            return result;
-        }
-    };
-    let map = match Mapped::from_file(&file) {
-        Ok(m) => m,
-        Err(e) => {
-            result.io_error = Some(e.to_string());
-            return result;
-        }
+    let opened = open_regular(path).and_then(|file| Mapped::from_file(&file).map(|m| (file, m)));
+    let (file, map) = match opened {
+        Ok(fm) => fm,
+        Err(e) => return FileResult::from_io_error(path, &e),
     };
     result.size = map.len() as u64;
+    #[cfg(debug_assertions)]
+    shrink_for_test(path);
+    let file = GuardedFile {
+        file: &file,
+        len: result.size,
+        short_read: AtomicU64::new(NO_SHORT_READ),
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     let loader = DirLoader { dir };
     let o = Options {
@@ -219,8 +247,68 @@ pub fn inspect_file(
         thin_loader: Some(&loader),
         file: Some(&file),
     };
-    result.inspection = Some(inspect_with(&map, &o, sink));
+    let inspection = inspect_with(&map, &o, sink);
+    let short = file.short_read.load(Ordering::Relaxed);
+    let changed = map
+        .fault_offset()
+        .or((short != NO_SHORT_READ).then_some(short));
+    if let Some(offset) = changed {
+        // What was read may be zeros in place of the lost tail: discard it.
+        let mut r = FileResult::from_io_error(path, &FileChanged::error(file.file, offset));
+        r.size = result.size;
+        return r;
+    }
+    result.inspection = Some(inspection);
     result
+}
+
+/// Test hook, in debug builds only: `ROCPACK_TEST_SHRINK_AFTER_MAP=NAME:LEN` truncates the
+/// file named NAME to LEN bytes right after it is mapped, so that a test can make a file shrink
+/// under a read deterministically (another process doing it races with the read).
+#[cfg(debug_assertions)]
+fn shrink_for_test(path: &Path) {
+    let Some(spec) = std::env::var_os("ROCPACK_TEST_SHRINK_AFTER_MAP") else {
+        return;
+    };
+    let spec = spec.to_string_lossy();
+    let Some((name, len)) = spec.rsplit_once(':') else {
+        return;
+    };
+    if path.file_name().is_some_and(|n| n == name) {
+        if let Ok(len) = len.parse() {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|f| f.set_len(len));
+        }
+    }
+}
+
+const NO_SHORT_READ: u64 = u64::MAX;
+
+/// The inspected file's positional reads, noting a read that finds the file shorter than it
+/// was mapped (the pread twin of the map's fault guard).
+struct GuardedFile<'a> {
+    file: &'a std::fs::File,
+    len: u64,
+    short_read: AtomicU64,
+}
+
+impl rocpack_offload::ReadAt for GuardedFile<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(self.file, buf, offset)?;
+        let wanted_end = offset.saturating_add(buf.len() as u64).min(self.len);
+        let got_end = offset.saturating_add(n as u64);
+        if got_end < wanted_end {
+            let _ = self.short_read.compare_exchange(
+                NO_SHORT_READ,
+                got_end,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        Ok(n)
+    }
 }
 
 /// Inspects every file under `paths` in parallel; results come back in path order, package
@@ -228,13 +316,17 @@ pub fn inspect_file(
 /// threads) with (bytes done, bytes total): a plain file counts its size once inspected, a
 /// package its compressed bytes as they are consumed.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) + Sync) -> Scanned {
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     let (files, errors) = expand(paths);
     let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>)> = files
         .iter()
         .map(|(p, explicit)| {
-            let size = std::fs::metadata(p).map_or(0, |m| m.len());
-            let kind = opts.open_packages.then(|| package_kind(p)).flatten();
+            let meta = std::fs::metadata(p).ok();
+            let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
+            // A FIFO named `x.whl` is refused by `inspect_file`, not read as a package.
+            let regular = meta.is_some_and(|m| m.is_file());
+            let kind = (opts.open_packages && regular)
+                .then(|| package_kind(p))
+                .flatten();
             (p, *explicit, size, kind)
         })
         .collect();

@@ -1,26 +1,208 @@
-//! Read-only memory maps: the one place in rocpack that needs `unsafe`.
+//! Opening and mapping files: the one place in rocpack that needs `unsafe`.
+//!
+//! Every file rocpack reads because a user named it (or a walk, a thin archive or an install
+//! tree led to it) is opened here, by [`open_regular`]:
+//! - it is `stat`ed first, and a FIFO, socket, device or directory is refused without being
+//!   opened: opening a FIFO for reading blocks until a writer appears, and opening a device can
+//!   have side effects (a watchdog arms, a tape rewinds);
+//! - a regular file is opened with `O_NONBLOCK | O_NOCTTY` and `fstat`ed again, so a path
+//!   swapped for a FIFO between the two calls is refused too instead of hanging.
+//!
+//! A refused path is an [`io::Error`] whose inner error is a [`NotRegular`]
+//! ([`NotRegular::of_error`] finds it).
+//!
+//! [`Mapped`] maps a file read-only. A mapped file that another process truncates makes every
+//! read of a page past the new end raise `SIGBUS`, which would end the whole run. So the first
+//! map installs a process-wide `SIGBUS` handler and every live map is entered in a fixed table
+//! of atomics; a fault inside a registered map is answered by mapping anonymous zero pages over
+//! the rest of that map, recording where it happened, and returning, so the read sees zeros and
+//! the run goes on. After reading, the owner asks [`Mapped::check_unchanged`] and reports the
+//! file as changed instead of trusting what was read. A fault anywhere else goes to the
+//! handler that was installed before (Rust's stack-overflow handler) or to the default action.
 
 #![allow(unsafe_code)]
 
-use std::fs::File;
-use std::io;
+use std::fs::{File, FileType, OpenOptions};
+use std::io::{self, Read};
 use std::ops::Deref;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A file's bytes, mapped read-only (or empty for an empty file).
+/// What a path is, when it is not a regular file and so is not opened for reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotRegular {
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A directory (where a file was expected).
+    Directory,
+    /// Anything else that is not a regular file.
+    Other,
+}
+
+impl NotRegular {
+    /// What `t` is, or `None` for a regular file.
+    pub fn of_type(t: FileType) -> Option<Self> {
+        if t.is_file() {
+            None
+        } else if t.is_fifo() {
+            Some(NotRegular::Fifo)
+        } else if t.is_socket() {
+            Some(NotRegular::Socket)
+        } else if t.is_char_device() {
+            Some(NotRegular::CharDevice)
+        } else if t.is_block_device() {
+            Some(NotRegular::BlockDevice)
+        } else if t.is_dir() {
+            Some(NotRegular::Directory)
+        } else {
+            Some(NotRegular::Other)
+        }
+    }
+
+    /// The kind behind an error from [`open_regular`] (or anything built on it), if that is
+    /// why it failed.
+    pub fn of_error(e: &io::Error) -> Option<Self> {
+        e.get_ref()?.downcast_ref::<NotRegularError>().map(|n| n.0)
+    }
+
+    /// The error [`open_regular`] returns for a path of this kind.
+    pub fn error(self) -> io::Error {
+        io::Error::other(NotRegularError(self))
+    }
+}
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotRegular::Fifo => "a FIFO",
+            NotRegular::Socket => "a socket",
+            NotRegular::CharDevice => "a character device",
+            NotRegular::BlockDevice => "a block device",
+            NotRegular::Directory => "a directory",
+            NotRegular::Other => "not a regular file",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: skipped without opening it")]
+struct NotRegularError(NotRegular);
+
+/// A mapped file that shrank while it was being read.
+#[derive(Debug, thiserror::Error)]
+#[error("changed size while being read (truncated to {} at offset {offset:#x})", size_text(*.size))]
+pub struct FileChanged {
+    /// The file's size after the change, when it could be asked.
+    pub size: Option<u64>,
+    /// The offset whose read failed.
+    pub offset: u64,
+}
+
+fn size_text(size: Option<u64>) -> String {
+    size.map_or_else(|| "an unknown size".into(), |s| format!("{s} bytes"))
+}
+
+impl FileChanged {
+    /// The error for `file`, whose read at `offset` found it shorter than mapped.
+    pub fn error(file: &File, offset: u64) -> io::Error {
+        io::Error::other(FileChanged {
+            size: file.metadata().ok().map(|m| m.len()),
+            offset,
+        })
+    }
+
+    /// Whether `e` says that a file changed size while being read.
+    pub fn is(e: &io::Error) -> bool {
+        e.get_ref().is_some_and(|e| e.is::<FileChanged>())
+    }
+}
+
+/// Opens `path` for reading if it is a regular file (symbolic links followed), never blocking
+/// and never opening anything else (see the module docs).
+///
+/// # Errors
+/// The I/O error of `stat` or `open`, or a [`NotRegular`] error for a FIFO, socket, device or
+/// directory.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    if let Some(kind) = NotRegular::of_type(std::fs::metadata(path)?.file_type()) {
+        return Err(kind.error());
+    }
+    open_checked(path)
+}
+
+/// The open half of [`open_regular`]: what happens when the path was swapped after the stat.
+fn open_checked(path: &Path) -> io::Result<File> {
+    // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    // O_NOCTTY: a terminal device never becomes the controlling terminal.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    // The path may have been replaced between the stat and the open.
+    if let Some(kind) = NotRegular::of_type(file.metadata()?.file_type()) {
+        return Err(kind.error());
+    }
+    Ok(file)
+}
+
+/// The whole of the regular file `path` (see [`open_regular`]); for small text files such as
+/// CMake scripts and `ld.so.conf`.
+///
+/// # Errors
+/// As [`open_regular`], or the I/O error of reading.
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    open_regular(path)?.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The whole of the regular file `path` as UTF-8 text.
+///
+/// # Errors
+/// As [`read_regular`], or invalid UTF-8.
+pub fn read_regular_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read_regular(path)?)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// A file's bytes, mapped read-only (or empty for an empty file), and guarded against the
+/// file shrinking underneath (see the module docs).
 pub struct Mapped {
     map: Option<memmap2::Mmap>,
+    slot: Option<&'static Slot>,
 }
 
 impl Mapped {
-    /// Maps `path` read-only, advising the kernel that access is random so that reading a few
-    /// headers of a large library does not read ahead through gigabytes.
+    /// Maps the regular file `path` read-only (opened with [`open_regular`]), advising the
+    /// kernel that access is random so that reading a few headers of a large library does not
+    /// read ahead through gigabytes. Callers that keep the map after reading should check
+    /// [`Mapped::fault_offset`]; [`Mapped::with_file`] does both.
     ///
     /// # Errors
     /// The I/O error of opening or mapping the file.
     pub fn open(path: &Path) -> io::Result<Self> {
-        let file = File::open(path)?;
-        Self::from_file(&file)
+        Self::from_file(&open_regular(path)?)
+    }
+
+    /// Opens and maps `path`, calls `f` with the bytes, and fails with a [`FileChanged`] error
+    /// when the file shrank while `f` read it.
+    ///
+    /// # Errors
+    /// As [`Mapped::open`], or [`FileChanged`].
+    pub fn with_file<T>(path: &Path, f: impl FnOnce(&[u8]) -> T) -> io::Result<T> {
+        let file = open_regular(path)?;
+        let map = Self::from_file(&file)?;
+        let out = f(&map);
+        map.check_unchanged(&file)?;
+        Ok(out)
     }
 
     /// Maps an open file.
@@ -43,18 +225,44 @@ impl Mapped {
     fn map(file: &File, advice: memmap2::Advice) -> io::Result<Self> {
         let len = file.metadata()?.len();
         if len == 0 {
-            return Ok(Mapped { map: None });
+            return Ok(Mapped {
+                map: None,
+                slot: None,
+            });
         }
         let len = usize::try_from(len).map_err(io::Error::other)?;
-        // Safety: the map is read-only and private. If another process truncates or rewrites
-        // the file while it is mapped, reads may see changed bytes or fault (SIGBUS); every
-        // parser treats the bytes as untrusted, so changed bytes are handled like any
-        // malformed input. Truncation under a running inspection is outside what rocpack can
-        // defend against without copying every file, as every mmap-based reader is.
+        install_handler();
+        // Safety: the map is read-only and private, and it is entered in the registry below
+        // before any byte of it is read: if another process truncates the file, a read past
+        // the new end faults, and the SIGBUS handler maps zero pages over the rest of the map
+        // and records the fault, so the read returns zeros instead of ending the process;
+        // the owner then discards what was read (`check_unchanged`). Bytes rewritten in place
+        // are just more untrusted input, which every parser handles.
         // The length is given so that memmap2 does not ask the kernel for it a second time.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
+        let slot = register(map.as_ptr() as usize, len)?;
         let _ = map.advise(advice);
-        Ok(Mapped { map: Some(map) })
+        Ok(Mapped {
+            map: Some(map),
+            slot: Some(slot),
+        })
+    }
+
+    /// The offset of the first read that found the file shorter than mapped, if any.
+    pub fn fault_offset(&self) -> Option<u64> {
+        let fault = self.slot?.fault.load(Ordering::Acquire);
+        (fault != NO_FAULT).then_some(fault as u64)
+    }
+
+    /// Fails when a read of the map found `file` (the file mapped) shorter than mapped.
+    ///
+    /// # Errors
+    /// A [`FileChanged`] error.
+    pub fn check_unchanged(&self, file: &File) -> io::Result<()> {
+        match self.fault_offset() {
+            Some(offset) => Err(FileChanged::error(file, offset)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -62,5 +270,244 @@ impl Deref for Mapped {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // Leave the registry before the map itself is unmapped (fields drop after this).
+        if let Some(slot) = self.slot.take() {
+            slot.state.store(FREE, Ordering::Release);
+        }
+    }
+}
+
+/// Maps live at once; the parallel walk holds one per thread, plus one per thin-archive member
+/// being read and one per package.
+const SLOTS: usize = 4096;
+const FREE: usize = 0;
+const CLAIMED: usize = 1;
+const LIVE: usize = 2;
+const NO_FAULT: usize = usize::MAX;
+
+/// One live map, readable from the signal handler (atomics only: no locks, no allocation).
+struct Slot {
+    state: AtomicUsize,
+    start: AtomicUsize,
+    len: AtomicUsize,
+    fault: AtomicUsize,
+}
+
+static REGISTRY: [Slot; SLOTS] = [const {
+    Slot {
+        state: AtomicUsize::new(FREE),
+        start: AtomicUsize::new(0),
+        len: AtomicUsize::new(0),
+        fault: AtomicUsize::new(NO_FAULT),
+    }
+}; SLOTS];
+
+fn register(start: usize, len: usize) -> io::Result<&'static Slot> {
+    if start.checked_add(len).is_none() {
+        return Err(io::Error::other("mapping wraps the address space"));
+    }
+    for slot in &REGISTRY {
+        if slot
+            .state
+            .compare_exchange(FREE, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            slot.start.store(start, Ordering::Relaxed);
+            slot.len.store(len, Ordering::Relaxed);
+            slot.fault.store(NO_FAULT, Ordering::Relaxed);
+            slot.state.store(LIVE, Ordering::Release);
+            return Ok(slot);
+        }
+    }
+    Err(io::Error::other(format!(
+        "more than {SLOTS} files mapped at once"
+    )))
+}
+
+static PAGE_SIZE: AtomicUsize = AtomicUsize::new(0);
+/// The SIGBUS action before ours, to which faults outside rocpack's maps go.
+static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
+
+fn install_handler() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Safety: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        PAGE_SIZE.store(usize::try_from(page).unwrap_or(4096), Ordering::Relaxed);
+        // Safety: a zeroed sigaction is a valid value (empty mask, no flags, SIG_DFL); the
+        // query writes into `previous` only; `on_sigbus` has the signature SA_SIGINFO
+        // requires and uses only atomics and async-signal-safe calls.
+        unsafe {
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut previous) != 0 {
+                return;
+            }
+            let _ = PREVIOUS.set(previous);
+            let mut action: libc::sigaction = std::mem::zeroed();
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                on_sigbus;
+            action.sa_sigaction = handler as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+        }
+    });
+}
+
+extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // Safety: the kernel passes a valid siginfo_t for a handler installed with SA_SIGINFO.
+    let addr = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_addr() as usize }
+    };
+    if addr != 0 && zero_fill(addr) {
+        return;
+    }
+    // Safety: `PREVIOUS` holds the action the kernel gave us, whose handler (if any) expects
+    // exactly these arguments; restoring the default action and raising the signal again ends
+    // the process as if no handler had been installed.
+    unsafe {
+        if let Some(previous) = PREVIOUS.get() {
+            let handler = previous.sa_sigaction;
+            if handler != libc::SIG_DFL && handler != libc::SIG_IGN {
+                if previous.sa_flags & libc::SA_SIGINFO != 0 {
+                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                        std::mem::transmute(handler);
+                    f(sig, info, ctx);
+                } else {
+                    let f: extern "C" fn(libc::c_int) = std::mem::transmute(handler);
+                    f(sig);
+                }
+                return;
+            }
+        }
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &default, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// If `addr` lies in a registered map, maps zero pages from its page to the end of that map,
+/// records the fault and returns true. Runs inside the signal handler.
+fn zero_fill(addr: usize) -> bool {
+    let page = PAGE_SIZE.load(Ordering::Relaxed);
+    if page == 0 {
+        return false;
+    }
+    for slot in &REGISTRY {
+        if slot.state.load(Ordering::Acquire) != LIVE {
+            continue;
+        }
+        let start = slot.start.load(Ordering::Relaxed);
+        let len = slot.len.load(Ordering::Relaxed);
+        let Some(offset) = addr.checked_sub(start).filter(|o| *o < len) else {
+            continue;
+        };
+        let first = addr & !(page - 1);
+        // `start + len` was checked at registration; the kernel maps whole pages.
+        let end = (start + len).div_ceil(page).saturating_mul(page);
+        // Safety: [first, end) lies within the live read-only map of this slot (mmap returns
+        // page-aligned addresses and maps whole pages); replacing those pages with anonymous
+        // zero pages keeps the range mapped, readable and owned by the same `Mapped`, whose
+        // drop unmaps the whole range. mmap is a plain system call, safe in a signal handler.
+        let r = unsafe {
+            libc::mmap(
+                first as *mut libc::c_void,
+                end - first,
+                libc::PROT_READ,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if r == libc::MAP_FAILED {
+            return false;
+        }
+        let _ = slot
+            .fault
+            .compare_exchange(NO_FAULT, offset, Ordering::AcqRel, Ordering::Relaxed);
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_file_truncated_while_mapped_reads_as_zeros_and_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shrinks");
+        let mut f = File::create(&path).unwrap();
+        f.write_all(&vec![0xabu8; 1 << 20]).unwrap();
+        drop(f);
+        let file = open_regular(&path).unwrap();
+        let map = Mapped::from_file(&file).unwrap();
+        assert_eq!(map[100], 0xab);
+        assert!(map.fault_offset().is_none());
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        // Without the handler this read ends the test process with SIGBUS.
+        let tail = map[(1 << 20) - 1];
+        assert_eq!(tail, 0);
+        assert_eq!(map[(1 << 20) - 2], 0);
+        let offset = map.fault_offset().unwrap();
+        assert!((4096..1 << 20).contains(&offset), "{offset}");
+        let err = map.check_unchanged(&file).unwrap_err();
+        assert!(FileChanged::is(&err));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "changed size while being read (truncated to 4096 bytes at offset {offset:#x})"
+            )
+        );
+        drop(map);
+        // The slot is free again and a new map of the same file is clean.
+        let again = Mapped::open(&path).unwrap();
+        assert_eq!(again.len(), 4096);
+        assert!(again.fault_offset().is_none());
+    }
+
+    #[test]
+    fn fifos_sockets_and_devices_are_refused_without_opening() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // Safety: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Opening a FIFO with no writer would block forever.
+        let e = open_regular(&fifo).unwrap_err();
+        assert_eq!(NotRegular::of_error(&e), Some(NotRegular::Fifo));
+        assert_eq!(e.to_string(), "a FIFO: skipped without opening it");
+        assert!(Mapped::open(&fifo).is_err());
+        let sock = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let e = open_regular(&sock).unwrap_err();
+        assert_eq!(NotRegular::of_error(&e), Some(NotRegular::Socket));
+        let e = open_regular(Path::new("/dev/null")).unwrap_err();
+        assert_eq!(NotRegular::of_error(&e), Some(NotRegular::CharDevice));
+        let e = read_regular(dir.path()).unwrap_err();
+        assert_eq!(NotRegular::of_error(&e), Some(NotRegular::Directory));
+        // A path that became a FIFO after the stat: the open returns at once and the fstat
+        // refuses it.
+        let e = open_checked(&fifo).unwrap_err();
+        assert_eq!(NotRegular::of_error(&e), Some(NotRegular::Fifo));
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"abc").unwrap();
+        assert_eq!(read_regular(&plain).unwrap(), b"abc");
     }
 }

@@ -158,14 +158,14 @@ pub fn read_package_with(
     sink: Option<PackageSink<'_>>,
 ) -> Vec<FileResult> {
     let mut out = Vec::new();
-    let opened = File::open(path).and_then(|f| {
+    let opened = crate::open_regular(path).and_then(|f| {
         let len = f.metadata()?.len();
         Ok((f, len))
     });
     let (file, len) = match opened {
         Ok(f) => f,
         Err(e) => {
-            out.push(FileResult::failed(path, e.to_string()));
+            out.push(FileResult::from_io_error(path, &e));
             return out;
         }
     };
@@ -1092,12 +1092,19 @@ fn read_zip(ctx: &Ctx<'_>, pkg: Region<'_>, out: &mut Vec<FileResult>) -> Result
                     size: r.size,
                     inspection: r.inspection.clone(),
                     io_error: r.io_error.clone(),
+                    io_error_code: r.io_error_code,
                     package: None,
                 });
             if let Some(slot) = results.get_mut(i) {
                 *slot = copy;
             }
         }
+    }
+    if let Err(e) = map.check_unchanged(pkg.file) {
+        // The package shrank while stored members were read from its map: what was read
+        // past the new end may be zeros, so keep only the error.
+        out.push(FileResult::from_io_error(ctx.path, &e));
+        return Ok(());
     }
     out.extend(results.into_iter().flatten().map(|mut r| {
         r.package = Some(ctx.path.to_path_buf());

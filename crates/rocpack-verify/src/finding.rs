@@ -31,6 +31,8 @@ pub enum Code {
     HipConfigMismatch,
     /// A file could not be read or parsed.
     UnreadableFile,
+    /// A FIFO, socket or device where a file was expected: skipped without opening it.
+    NotRegularFile,
 }
 
 impl Code {
@@ -47,6 +49,7 @@ impl Code {
         Code::ClangResourceDir,
         Code::HipConfigMismatch,
         Code::UnreadableFile,
+        Code::NotRegularFile,
     ];
 
     /// The stable kebab-case name.
@@ -63,6 +66,7 @@ impl Code {
             Code::ClangResourceDir => "clang-resource-dir",
             Code::HipConfigMismatch => "hip-config-mismatch",
             Code::UnreadableFile => "unreadable-file",
+            Code::NotRegularFile => "not-regular-file",
         }
     }
 

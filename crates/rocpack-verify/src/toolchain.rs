@@ -315,7 +315,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 fn read_first_line(path: &Path) -> Option<String> {
-    let text = fs::read_to_string(path).ok()?;
+    let text = rocpack_scan::read_regular_to_string(path).ok()?;
     let line = text.lines().next()?.trim();
     (!line.is_empty()).then(|| line.to_owned())
 }
@@ -736,7 +736,7 @@ fn elf_needed(data: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
 
 /// The value of the first `set(KEY value)` in a CMake file.
 fn cmake_set_value(path: &Path, key: &str) -> Option<String> {
-    let text = fs::read_to_string(path).ok()?;
+    let text = rocpack_scan::read_regular_to_string(path).ok()?;
     cmake_statements(&text).into_iter().find_map(|st| {
         let mut args = st.args.iter();
         (st.command == "set" && args.next().map(String::as_str) == Some(key))
@@ -1572,7 +1572,7 @@ fn check_clang_globs(
     report: &ToolchainReport,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    let Ok(text) = fs::read_to_string(file) else {
+    let Ok(text) = rocpack_scan::read_regular_to_string(file) else {
         return out;
     };
     if !text.contains("lib/clang") {

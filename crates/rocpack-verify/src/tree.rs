@@ -38,7 +38,7 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
             )),
         }
     }
-    let kinds: Vec<Result<Kind, String>> = files.par_iter().map(|f| kind(f)).collect();
+    let kinds: Vec<std::io::Result<Kind>> = files.par_iter().map(|f| kind(f)).collect();
     let mut input = Input {
         all_paths: all,
         ..Input::default()
@@ -48,6 +48,9 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
             Ok(Kind::Dynamic) => input.files.push(f),
             Ok(Kind::Archive) => input.archives.push(f),
             Ok(Kind::Other) => {}
+            Err(e) if rocpack_scan::NotRegular::of_error(&e).is_some() => findings.push(
+                Finding::new(Code::NotRegularFile, Severity::Error, &f, e.to_string()),
+            ),
             Err(e) => findings.push(Finding::new(
                 Code::UnreadableFile,
                 Severity::Error,
@@ -98,13 +101,15 @@ fn walk(
                 files.push(path);
             }
             Ok(t) if t.is_symlink() => all.push(path),
-            _ => {}
+            // A FIFO, socket or device: `kind` reports it without opening it.
+            Ok(_) => files.push(path),
+            Err(_) => {}
         }
     }
 }
 
-fn kind(path: &Path) -> Result<Kind, String> {
-    let head = crate::linkage::elf::read_head(path).map_err(|e| e.to_string())?;
+fn kind(path: &Path) -> std::io::Result<Kind> {
+    let head = crate::linkage::elf::read_head(path)?;
     if head.starts_with(b"!<arch>\n") || head.starts_with(b"!<thin>\n") {
         return Ok(Kind::Archive);
     }

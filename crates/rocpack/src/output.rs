@@ -33,9 +33,10 @@ impl From<Status> for ExitCode {
 /// Prints `error: …` and its causes once, at the edge.
 pub fn error(err: &anyhow::Error) {
     let mut e = io::stderr().lock();
-    let _ = writeln!(e, "error: {err}");
+    // Errors quote paths and names from files.
+    let _ = writeln!(e, "error: {}", escape_text(&err.to_string()));
     for cause in err.chain().skip(1) {
-        let _ = writeln!(e, "  caused by: {cause}");
+        let _ = writeln!(e, "  caused by: {}", escape_text(&cause.to_string()));
     }
 }
 
@@ -52,12 +53,16 @@ pub fn report_problems(results: &[FileResult]) -> Status {
     for r in results {
         let path = path_string(&r.path);
         if let Some(err) = &r.io_error {
-            let _ = writeln!(e, "error: {path}: {err}");
+            let line = match r.io_error_code {
+                Some(code) => format!("error[{code}]: {path}: {err}"),
+                None => format!("error: {path}: {err}"),
+            };
+            let _ = writeln!(e, "{}", escape_text(&line));
             status = Status::Error;
         }
         if let Some(i) = &r.inspection {
             for d in &i.diagnostics {
-                let _ = writeln!(e, "{}", diagnostic_line(&path, i, d));
+                let _ = writeln!(e, "{}", escape_text(&diagnostic_line(&path, i, d)));
                 if d.severity == Severity::Error {
                     status = Status::Error;
                 }
@@ -127,7 +132,13 @@ impl Progress {
     }
 }
 
-pub use rocpack_bytes::human_size;
+pub use rocpack_bytes::{escape_text, human_size};
+
+/// A path for text output: lossless ([`path_string`]) and escaped ([`escape_text`]), so that a
+/// name with a newline or a terminal escape sequence cannot forge or hide output.
+pub fn path_text(path: &Path) -> String {
+    escape_text(&path_string(path)).into_owned()
+}
 
 /// Formats a byte count with thousands separators.
 pub fn thousands(n: u64) -> String {

@@ -636,7 +636,11 @@ fn extract_from_a_tarball_gives_the_bytes_of_its_tree() {
 /// it (network: downloaded once from PyPI). The tree is the wheel unpacked by Python's zipfile.
 #[test]
 fn extract_from_the_gafime_rocm_wheel_gives_the_bytes_of_its_tree() {
-    let wheel = common::fetch_wheel("gafime-rocm", "0.4.7");
+    let wheel = common::fetch_wheel(
+        "gafime-rocm",
+        "0.4.7",
+        "gafime_rocm-0.4.7-cp311-cp311-manylinux_2_28_x86_64.whl",
+    );
     let scratch = common::tempdir();
     let tree = scratch.path().join("tree");
     run_checked(

@@ -40,7 +40,7 @@ pub(crate) fn consolidate(findings: Vec<Finding>, fs: &Fs) -> Vec<Finding> {
         };
         let text = texts
             .entry(f.file.clone())
-            .or_insert_with(|| std::fs::read_to_string(&f.file).unwrap_or_default());
+            .or_insert_with(|| rocpack_scan::read_regular_to_string(&f.file).unwrap_or_default());
         if is_exempted(text, &target) {
             exempted.entry(f.file.clone()).or_default().push(f);
             continue;

@@ -174,7 +174,7 @@ impl Session {
                         MAX_FILE >> 20
                     )))
                 } else {
-                    std::fs::read(host)
+                    rocpack_scan::read_regular(host)
                 }
             })
             .map_err(|e| unreadable(format!("cannot read CMake file {target}: {e}")))?;
@@ -330,7 +330,7 @@ fn discover(fs: &Fs, dir: &Path, is_system_root: bool) -> Vec<(u8, PathBuf)> {
 fn is_generated_export(path: &Path) -> bool {
     use std::io::Read;
     let mut head = Vec::new();
-    let ok = std::fs::File::open(path)
+    let ok = rocpack_scan::open_regular(path)
         .and_then(|f| f.take(4096).read_to_end(&mut head))
         .is_ok();
     ok && String::from_utf8_lossy(&head).contains("Generated CMake target import file")

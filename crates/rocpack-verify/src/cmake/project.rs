@@ -629,7 +629,7 @@ impl Evaluator<'_> {
             Ok(m) if m.len() > super::MAX_FILE => {
                 Err(format!("{p} is larger than {} MiB", super::MAX_FILE >> 20))
             }
-            Ok(_) => std::fs::read(&host)
+            Ok(_) => rocpack_scan::read_regular(&host)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .map_err(|e| format!("cannot read {p}: {e}")),
             Err(e) => Err(format!("cannot read {p}: {e}")),

@@ -98,7 +98,9 @@ impl From<object::Error> for ElfError {
 pub fn read_head(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut head = Vec::with_capacity(64);
-    std::fs::File::open(path)?.take(64).read_to_end(&mut head)?;
+    rocpack_scan::open_regular(path)?
+        .take(64)
+        .read_to_end(&mut head)?;
     Ok(head)
 }
 

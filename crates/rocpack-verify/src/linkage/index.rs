@@ -101,8 +101,16 @@ fn archive_defs(
     shown: &Path,
     wanted: &HashSet<Name>,
 ) -> Result<Vec<(Name, Provider)>, String> {
-    let data = rocpack_scan::Mapped::open(host).map_err(|e| e.to_string())?;
-    let archive = ArchiveFile::parse(&*data).map_err(|e| e.to_string())?;
+    rocpack_scan::Mapped::with_file(host, |data| archive_defs_in(data, shown, wanted))
+        .map_err(|e| e.to_string())?
+}
+
+fn archive_defs_in(
+    data: &[u8],
+    shown: &Path,
+    wanted: &HashSet<Name>,
+) -> Result<Vec<(Name, Provider)>, String> {
+    let archive = ArchiveFile::parse(data).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     let Some(symbols) = archive.symbols().map_err(|e| e.to_string())? else {
         return Ok(out);

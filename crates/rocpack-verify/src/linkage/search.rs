@@ -275,7 +275,7 @@ impl Environment {
     fn read_cache(&self, abi: Abi) -> CacheSource {
         let path = Path::new("/etc/ld.so.cache");
         if let Some(host) = self.sysroot.resolve(path) {
-            return match std::fs::read(&host) {
+            return match rocpack_scan::read_regular(&host) {
                 Ok(data) => match LdCache::parse(&data, abi_flags(abi.machine, abi.is_64)) {
                     Ok(c) => CacheSource::Cache(c),
                     Err(e) => CacheSource::None(format!("{}: {e}", host.display())),
@@ -307,7 +307,7 @@ impl Environment {
         let Some(host) = self.sysroot.resolve(file) else {
             return;
         };
-        let Ok(text) = std::fs::read_to_string(host) else {
+        let Ok(text) = rocpack_scan::read_regular_to_string(&host) else {
             return;
         };
         for line in text.lines() {
@@ -365,9 +365,8 @@ impl Environment {
     pub fn load(&self, host: &Path, id: FileId) -> Parsed {
         let cell = lock(&self.objects).entry(id).or_default().clone();
         cell.get_or_init(|| {
-            let data = rocpack_scan::Mapped::open(host).map_err(|e| e.to_string())?;
-            DynObject::parse(&data)
-                .map(Arc::new)
+            rocpack_scan::Mapped::with_file(host, |data| DynObject::parse(data).map(Arc::new))
+                .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())
         })
         .clone()

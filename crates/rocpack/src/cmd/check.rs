@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::args::{CheckArgs, Global};
 use crate::cmd::gpu_arg;
-use crate::output::{self, Progress, Status, path_string};
+use crate::output::{self, Progress, Status};
 
 pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
     let rules = gpu_arg::rules(&args.rules)?;
@@ -38,7 +38,7 @@ pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
                 "rocpack: checking {}",
                 found
                     .iter()
-                    .map(|p| path_string(p))
+                    .map(|p| output::path_text(p))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -135,17 +135,12 @@ fn print_text(
     verbose: bool,
 ) -> Result<()> {
     for (i, g) in gpus.iter().enumerate() {
-        let name = g
-            .name
-            .as_deref()
-            .map(|n| format!(" — {n}"))
-            .unwrap_or_default();
         let given = if g.given == g.target.to_string() {
             String::new()
         } else {
             format!(" (given as {:?})", g.given)
         };
-        writeln!(out, "GPU {}: {}{name}{given}", i + 1, g.target)?;
+        writeln!(out, "GPU {}: {}{given}", i + 1, g.label())?;
     }
     write!(out, "policy: {}", rules.policy)?;
     if let Some(v) = rules.override_version {
@@ -179,10 +174,18 @@ fn print_text(
                 writeln!(out)?;
                 first = false;
             }
-            writeln!(out, "{} on {}: {}", lib.path, g.given, c.verdict)?;
-            writeln!(out, "  {}", c.reason)?;
+            // Paths, entry IDs and member names come from the files.
+            let esc = output::escape_text;
+            writeln!(
+                out,
+                "{} on {}: {}",
+                esc(&lib.path),
+                esc(&g.given),
+                c.verdict
+            )?;
+            writeln!(out, "  {}", esc(&c.reason))?;
             for w in &c.warnings {
-                writeln!(out, "  warning: {w}")?;
+                writeln!(out, "  warning: {}", esc(w))?;
             }
         }
     }
@@ -230,6 +233,7 @@ fn print_json(
                 "gpu": g.given,
                 "target": g.target.to_string(),
                 "name": g.name,
+                "products": g.products(),
             }),
         )?;
         writeln!(out)?;

@@ -124,14 +124,14 @@ impl Out<'_> {
                 serde_json::to_writer(&mut self.stdout, &w)?;
                 writeln!(self.stdout)?;
             } else {
-                writeln!(
-                    self.stdout,
+                let line = format!(
                     "{} ({} {}) -> {}",
                     w.file,
                     w.container,
                     w.entry_id.unwrap_or("code object"),
                     w.output
-                )?;
+                );
+                writeln!(self.stdout, "{}", output::escape_text(&line))?;
             }
         }
         Ok(())
@@ -224,7 +224,11 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
     let written = out.written;
     status = status.max(output::report_problems(&results));
     for (p, e) in errors {
-        eprintln!("error: {}: {e}", p.display());
+        eprintln!(
+            "error: {}: {}",
+            output::path_text(&p),
+            output::escape_text(&e)
+        );
         status = Status::Error;
     }
     if written == 0 {

@@ -423,7 +423,7 @@ pub fn render_text(kb: &Knowledge, plan: &Plan, out: &mut impl Write) -> io::Res
 }
 
 fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -> Result<Status> {
-    let text = fs::read_to_string(&args.plan)
+    let text = rocpack_scan::read_regular_to_string(&args.plan)
         .with_context(|| format!("reading {}", args.plan.display()))?;
     let plan: Plan = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a rocpack plan", args.plan.display()))?;

@@ -44,7 +44,13 @@ pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
             )?;
             writeln!(out)?;
         } else {
-            print_file(&mut out, &file, r.size, i, args.kernels)?;
+            print_file(
+                &mut out,
+                &output::escape_text(&file),
+                r.size,
+                i,
+                args.kernels,
+            )?;
         }
     }
     out.flush()?;
@@ -58,16 +64,24 @@ fn print_file(
     i: &Inspection,
     kernels: bool,
 ) -> io::Result<()> {
-    let devices = i
+    let devices = i.code_objects.iter().filter(|c| c.is_amd_gpu()).count();
+    // SYCL, NVPTX and other foreign device entries are shown below but not counted as AMD GPU
+    // code (the same rule as `list`).
+    let foreign = i
         .code_objects
         .iter()
-        .filter(|c| !c.host && c.format != ImageFormat::Empty)
+        .filter(|c| c.is_foreign_device_entry())
         .count();
     writeln!(
         out,
-        "{file}: {} bytes, {devices} device code object{}",
+        "{file}: {} bytes, {devices} device code object{}{}",
         thousands(size),
-        if devices == 1 { "" } else { "s" }
+        if devices == 1 { "" } else { "s" },
+        match foreign {
+            0 => String::new(),
+            1 => ", 1 entry that is not AMD GPU code".to_owned(),
+            n => format!(", {n} entries that are not AMD GPU code"),
+        }
     )?;
     // Bare code objects have no container.
     for co in i.code_objects.iter().filter(|c| c.container.is_none()) {
@@ -165,7 +179,12 @@ fn print_container(
     } else {
         (at, size)
     };
-    writeln!(out, "{pad}{what}{at}{size}")?;
+    // Section and member names come from the file.
+    writeln!(
+        out,
+        "{}",
+        output::escape_text(&format!("{pad}{what}{at}{size}"))
+    )?;
     for co in i.code_objects.iter().filter(|co| co.container == Some(id)) {
         print_code_object(out, co, depth + 1, kernels)?;
     }
@@ -190,7 +209,13 @@ fn print_code_object(
     let mut facts = Vec::new();
     match co.format {
         ImageFormat::Empty => facts.push("empty".to_owned()),
+        ImageFormat::Bitcode if co.is_foreign_device_entry() => {
+            facts.push("LLVM bitcode, not for an AMD GPU".to_owned())
+        }
         ImageFormat::Bitcode => facts.push("LLVM bitcode".to_owned()),
+        ImageFormat::Other if co.is_foreign_device_entry() => {
+            facts.push("not AMD GPU code".to_owned())
+        }
         ImageFormat::Other => facts.push("not device code".to_owned()),
         ImageFormat::CodeObject => {}
     }
@@ -217,7 +242,8 @@ fn print_code_object(
         _ if co.size > 0 => facts.push(format!("at {:#x} in the member's own file", co.offset)),
         _ => {}
     }
-    writeln!(out, "{pad}{idx}{id}: {}", facts.join(", "))?;
+    let line = format!("{pad}{idx}{id}: {}", facts.join(", "));
+    writeln!(out, "{}", output::escape_text(&line))?;
     if kernels {
         if let Some(md) = &co.metadata {
             let rows: Vec<Vec<String>> = md

@@ -1,7 +1,6 @@
 //! `rocpack strip`, `rocpack compress`, `rocpack decompress`: rewrite the bundles of files,
 //! atomically, verified before anything is replaced.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -16,7 +15,7 @@ use serde_json::json;
 
 use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
 use crate::cmd::gpu_arg;
-use crate::output::{Progress, Status, human_size, path_string, thousands};
+use crate::output::{Progress, Status, escape_text, human_size, path_string, path_text, thousands};
 
 /// Which command.
 enum Action {
@@ -221,7 +220,7 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr().lock();
     for (p, e) in &walk_errors {
-        writeln!(err, "error: {}: {e}", path_string(p))?;
+        writeln!(err, "error: {}: {}", path_text(p), escape_text(e))?;
     }
     if global.json {
         for o in &outcomes {
@@ -340,7 +339,7 @@ fn one_file(
         },
         _ => path.to_path_buf(),
     };
-    let file = match File::open(&real) {
+    let file = match rocpack_scan::open_regular(&real) {
         Ok(f) => f,
         Err(e) => {
             o.error = Some(e.to_string());
@@ -361,6 +360,10 @@ fn one_file(
             return o;
         }
     };
+    if let Err(e) = map.check_unchanged(&file) {
+        o.error = Some(format!("not rewritten: {e}"));
+        return o;
+    }
     let target = match dest {
         Dest::DryRun => None,
         Dest::InPlace => Some((real.clone(), true)),
@@ -392,19 +395,20 @@ fn print_text(
     action: &Action,
     o: &Outcome,
 ) -> io::Result<()> {
-    let path = path_string(&o.path);
+    let path = path_text(&o.path);
     let Some(p) = &o.plan else {
         if let Some(e) = &o.error {
-            writeln!(err, "error: {path}: {e}")?;
+            writeln!(err, "error: {path}: {}", escape_text(e))?;
         }
         return Ok(());
     };
     for s in &p.skipped {
         let at = s.offset.map(|o| format!(" at {o:#x}")).unwrap_or_default();
+        let what = escape_text(&format!("{}{at}: {}", s.label, s.reason)).into_owned();
         if s.error {
-            writeln!(err, "error: {path}: {}{at}: {}", s.label, s.reason)?;
+            writeln!(err, "error: {path}: {what}")?;
         } else {
-            writeln!(out, "{path}: {}{at}: {}", s.label, s.reason)?;
+            writeln!(out, "{path}: {what}")?;
         }
     }
     if let Some((target, used)) = &p.code_object {
@@ -482,14 +486,15 @@ fn print_text(
         writeln!(out, "{line}")?;
         for r in &p.rewrites {
             for n in &r.notes {
-                writeln!(out, "  note: {} at {:#x}: {n}", r.label, r.offset)?;
+                let note = format!("{} at {:#x}: {n}", r.label, r.offset);
+                writeln!(out, "  note: {}", escape_text(&note))?;
             }
         }
         if let Some(w) = &o.written {
             let to = if o.in_place {
                 String::new()
             } else {
-                format!(" → {}", path_string(&w.path))
+                format!(" → {}", path_text(&w.path))
             };
             writeln!(
                 out,
@@ -500,10 +505,10 @@ fn print_text(
                 human_size(w.after.allocated),
             )?;
             if let Some(b) = &w.backup {
-                writeln!(out, "  original kept as {}", path_string(b))?;
+                writeln!(out, "  original kept as {}", path_text(b))?;
             }
             for n in &w.notes {
-                writeln!(out, "  note: {n}")?;
+                writeln!(out, "  note: {}", escape_text(n))?;
             }
         } else if o.dry_run {
             writeln!(
@@ -516,7 +521,7 @@ fn print_text(
         }
     }
     if let Some(e) = &o.error {
-        writeln!(err, "error: {path}: {e}")?;
+        writeln!(err, "error: {path}: {}", escape_text(e))?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use rocpack_verify::{Code, Finding, Severity, cmake, linkage, toolchain, tree};
 use serde_json::{Value, json};
 
 use crate::args::{Global, VerifyArgs};
-use crate::output::{Status, path_string};
+use crate::output::{self, Status, path_string};
 
 /// Which parts of verify run.
 #[derive(Debug, Clone, Copy, Default)]
@@ -139,9 +139,10 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         )?;
     }
     out.flush()?;
-    let unreadable = findings
-        .iter()
-        .any(|f| f.code == Code::UnreadableFile && f.severity == Severity::Error);
+    let unreadable = findings.iter().any(|f| {
+        matches!(f.code, Code::UnreadableFile | Code::NotRegularFile)
+            && f.severity == Severity::Error
+    });
     Ok(if unreadable {
         Status::Error
     } else if errors > 0 {
@@ -204,7 +205,7 @@ fn toolchain_check(
         .iter()
         .filter_map(|r| r.inspection.as_ref())
         .flat_map(|i| &i.code_objects)
-        .filter(|c| !c.host)
+        .filter(|c| c.is_amd_gpu())
         .filter_map(|c| c.target.as_ref().map(|t| t.processor.clone()))
         .collect();
     toolchain::check(&toolchain::ToolchainOptions {
@@ -291,24 +292,26 @@ fn finding_json(f: &Finding) -> Value {
 }
 
 fn write_finding(out: &mut impl Write, f: &Finding) -> io::Result<()> {
-    writeln!(
-        out,
+    // Messages quote file, library and symbol names: each line escaped as a whole.
+    let esc = output::escape_text;
+    let head = format!(
         "{}[{}]: {}: {}",
         f.severity.as_str(),
         f.code,
         path_string(&f.file),
         f.message
-    )?;
+    );
+    writeln!(out, "{}", esc(&head))?;
     if let Some(Value::Array(dirs)) = f.details.get("search_order") {
         let dirs: Vec<&str> = dirs.iter().filter_map(Value::as_str).collect();
         if dirs.is_empty() {
             writeln!(out, "  searched: nothing (no search path applies)")?;
         } else {
-            writeln!(out, "  searched: {}", dirs.join(", "))?;
+            writeln!(out, "  searched: {}", esc(&dirs.join(", ")))?;
         }
     }
     if !f.hint.is_empty() {
-        writeln!(out, "  hint: {}", f.hint)?;
+        writeln!(out, "  hint: {}", esc(&f.hint))?;
     }
     Ok(())
 }
@@ -321,7 +324,10 @@ fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<St
         let c = match env.closure(f) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("error: {}: {e}", path_string(f));
+                eprintln!(
+                    "{}",
+                    output::escape_text(&format!("error: {}: {e}", path_string(f)))
+                );
                 status = Status::Error;
                 continue;
             }
@@ -366,11 +372,12 @@ fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<St
             serde_json::to_writer(&mut out, &v)?;
             writeln!(out)?;
         } else {
-            writeln!(out, "{}:", path_string(f))?;
+            let esc = output::escape_text;
+            writeln!(out, "{}:", output::path_text(f))?;
             for (n, p, _) in &libs {
                 match p {
-                    Some(p) => writeln!(out, "\t{n} => {p}")?,
-                    None => writeln!(out, "\t{n} => not found")?,
+                    Some(p) => writeln!(out, "\t{} => {}", esc(n), esc(p))?,
+                    None => writeln!(out, "\t{} => not found", esc(n))?,
                 }
             }
         }

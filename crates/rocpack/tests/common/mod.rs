@@ -864,45 +864,67 @@ pub fn assert_same_bytes(a: &[u8], b: &[u8], what: &str) {
     );
 }
 
-/// A wheel from PyPI, downloaded once (`pip download --no-deps NAME==VERSION`) into the corpus
-/// cache's `wheels/` directory (`$ROCPACK_CORPUS`, default ~/.cache/rocpack-corpus). Panics,
-/// saying the network is needed, when pip cannot download it.
-pub fn fetch_wheel(name: &str, version: &str) -> PathBuf {
-    let corpus = std::env::var_os("ROCPACK_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is not set"))
-                .join(".cache/rocpack-corpus")
-        });
-    let dir = corpus.join("wheels");
-    let stem = format!("{}-{version}-", name.replace('-', "_"));
-    let find = || {
-        std::fs::read_dir(&dir)
-            .ok()?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name().is_some_and(|n| {
-                    let n = n.to_string_lossy();
-                    n.starts_with(&stem) && n.ends_with(".whl")
-                })
-            })
+/// A wheel from PyPI, downloaded once with `pip download --no-deps NAME==VERSION` into
+/// ~/.cache/rocpack-corpus/wheels (or $ROCPACK_CORPUS/wheels); `file` is the wheel's file name,
+/// which pins the platform tag. Panics with "network needed" when pip cannot reach PyPI.
+pub fn fetch_wheel(name: &str, version: &str, file: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let cache = match std::env::var_os("ROCPACK_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+            .join(".cache/rocpack-corpus"),
     };
-    if let Some(p) = find() {
-        return p;
+    let dir = cache.join("wheels");
+    let wheel = dir.join(file);
+    if wheel.is_file() {
+        return wheel;
     }
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = Command::new("pip");
-    cmd.args(["download", "--quiet", "--no-deps"])
-        .arg(format!("{name}=={version}"))
-        .arg("-d")
-        .arg(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    // Into a scratch directory first, so an interrupted download never looks cached.
+    let scratch = tempfile::tempdir_in(&dir).unwrap();
+    let spec = format!("{name}=={version}");
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+    ])
+    .args([
+        "--only-binary",
+        ":all:",
+        "--platform",
+        "manylinux_2_24_x86_64",
+    ])
+    .arg(&spec)
+    .arg("-d")
+    .arg(scratch.path());
     let out = output_of(&mut cmd);
-    assert!(
-        out.status.success(),
-        "network needed: cannot download {name}=={version} from PyPI ({}):\n{}",
-        describe(&cmd),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    find().unwrap_or_else(|| panic!("pip downloaded no {stem}*.whl into {}", dir.display()))
+    let got = scratch.path().join(file);
+    if !out.status.success() || !got.is_file() {
+        panic!(
+            "network needed: `pip download --no-deps {spec}` could not fetch {file} from PyPI \
+             (exit {}); download it into {} by hand to run this test offline\n{}",
+            out.status,
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::rename(&got, &wheel)
+        .unwrap_or_else(|e| panic!("rename {} → {}: {e}", got.display(), wheel.display()));
+    wheel
+}
+
+/// Undoes the HTML escaping of text or an attribute value (rocpack's report, or Chromium's
+/// serialisation of it).
+pub fn html_unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
