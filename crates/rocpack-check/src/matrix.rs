@@ -66,6 +66,7 @@ pub fn letter(v: Verdict) -> char {
 pub fn kind_name(kind: &LibraryKind) -> &'static str {
     match kind {
         LibraryKind::Elf => "elf",
+        LibraryKind::Pe => "pe",
         LibraryKind::Archive => "archive",
         LibraryKind::DeviceCode => "device-code",
         LibraryKind::TensileDir { .. } => "tensile-dir",
