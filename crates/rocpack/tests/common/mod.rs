@@ -863,3 +863,99 @@ pub fn assert_same_bytes(a: &[u8], b: &[u8], what: &str) {
         first.map(|i| format!("{i:#x}"))
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// llvm-readobj-19 on PE images
+// ------------------------------------------------------------------------------------------------
+
+/// A PE section as `llvm-readobj-19 --sections` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeSection {
+    pub name: String,
+    pub rva: u64,
+    pub virtual_size: u64,
+    pub raw_offset: u64,
+    pub raw_size: u64,
+}
+
+/// What `llvm-readobj-19 --file-headers --sections --coff-basereloc` says about a PE image.
+#[derive(Debug, Clone)]
+pub struct PeImage {
+    pub image_base: u64,
+    pub pe32_plus: bool,
+    pub sections: Vec<PeSection>,
+    /// Base relocations other than ABSOLUTE padding: (type name, RVA).
+    pub base_relocs: Vec<(String, u64)>,
+}
+
+impl PeImage {
+    pub fn section(&self, name: &str) -> Option<&PeSection> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+}
+
+fn num(s: &str) -> u64 {
+    if s.starts_with("0x") {
+        hex(s)
+    } else {
+        s.parse()
+            .unwrap_or_else(|e| panic!("not a number: {s:?}: {e}"))
+    }
+}
+
+pub fn readobj_pe(path: &Path) -> PeImage {
+    let text = run_ok(
+        llvm("llvm-readobj-19")
+            .arg("--file-headers")
+            .arg("--sections")
+            .arg("--coff-basereloc")
+            .arg(path),
+    );
+    let mut image_base = None;
+    let mut pe32_plus = None;
+    let mut sections = Vec::new();
+    let mut base_relocs = Vec::new();
+    let mut cur: BTreeMap<String, String> = BTreeMap::new();
+    let mut reloc_type = None;
+    for line in text.lines() {
+        let t = line.trim();
+        let Some((k, v)) = t.split_once(": ") else {
+            if t == "}" && cur.contains_key("Name") && cur.contains_key("PointerToRawData") {
+                sections.push(PeSection {
+                    name: cur["Name"].split(' ').next().unwrap().to_owned(),
+                    rva: num(&cur["VirtualAddress"]),
+                    virtual_size: num(&cur["VirtualSize"]),
+                    raw_offset: num(&cur["PointerToRawData"]),
+                    raw_size: num(&cur["RawDataSize"]),
+                });
+                cur.clear();
+            }
+            continue;
+        };
+        match k {
+            "ImageBase" => image_base = Some(num(v)),
+            "Magic" if v == "0x20B" => pe32_plus = Some(true),
+            "Magic" if v == "0x10B" => pe32_plus = Some(false),
+            "Type" => reloc_type = Some(v.to_owned()),
+            "Address" => {
+                let ty = reloc_type.take().expect("Address without Type");
+                if ty != "ABSOLUTE" {
+                    base_relocs.push((ty, num(v)));
+                }
+            }
+            "Name" => {
+                cur.clear();
+                cur.insert(k.to_owned(), v.to_owned());
+            }
+            _ => {
+                cur.insert(k.to_owned(), v.to_owned());
+            }
+        }
+    }
+    PeImage {
+        image_base: image_base.expect("llvm-readobj printed no ImageBase"),
+        pe32_plus: pe32_plus.expect("llvm-readobj printed no PE optional header magic"),
+        sections,
+        base_relocs,
+    }
+}
