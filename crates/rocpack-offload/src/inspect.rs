@@ -908,7 +908,7 @@ impl Walker<'_, '_> {
                 continue;
             }
             let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
-            let slice = b.read_at(pos, limit - pos).unwrap_or_default();
+            let slice = b.read_at(pos, limit.saturating_sub(pos)).unwrap_or_default();
             let end = self.bundle_or_ccob(slice, place, pos, index);
             index += 1;
             if let (true, Some(end)) = (probe, end) {

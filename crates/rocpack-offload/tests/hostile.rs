@@ -487,6 +487,33 @@ fn truncation_sweep(files: &[(String, Arc<[u8]>)]) {
     );
 }
 
+/// The Windows images of tests/fixtures/pe (made by make-pe-fixtures.sh).
+fn pe_fixtures() -> Vec<(String, Arc<[u8]>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pe");
+    let mut out: Vec<(String, Arc<[u8]>)> = std::fs::read_dir(&dir)
+        .expect("tests/fixtures/pe")
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            (name.ends_with(".dll") || name.ends_with(".exe"))
+                .then(|| (name, Arc::from(std::fs::read(&p).unwrap())))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(out.len(), 6, "expected the six PE fixtures");
+    out
+}
+
+#[test]
+fn truncated_pe_images() {
+    truncation_sweep(&pe_fixtures());
+}
+
+#[test]
+fn random_mutations_pe_images() {
+    flip_run(0x2545_f491_4f6c_dd1d, 6_000, &pe_fixtures());
+}
+
 #[test]
 fn truncated_small_fixtures() {
     let files: Vec<_> = fixtures()

@@ -20,6 +20,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -1320,6 +1321,32 @@ fn pe_manifest_lists_every_image() {
 #[test]
 fn pe_images_match_llvm() {
     check_all(&pe_manifest());
+}
+
+/// hip-quant 0.4.3 (PyPI) ships `hip_quant/hip_quantize.dll`, a Windows DLL built with the HIP SDK
+/// (link.exe: `.hip_fat`, `.hipFatB`, a gfx1201 code object). The DLL passes the whole oracle, and
+/// `list` on the wheel in place gives the same rows as on the DLL.
+#[test]
+fn real_hip_quant_wheel_dll_matches_llvm() {
+    let wheel = fetch_wheel("hip-quant", "0.4.3");
+    let ctx = &mut Ctx::new();
+    let dll = ctx.path("hip_quantize.dll");
+    run_ok(Command::new("python3").args([
+        "-c",
+        "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+    ]).arg(&wheel).arg("hip_quant/hip_quantize.dll").arg(&dll));
+    let (rows, _) = check_fixture(&dll, "pe");
+    let device: Vec<&Value> = rows.iter().filter(|r| !get_bool(r, "host")).collect();
+    assert_eq!(device.len(), 1, "{rows:?}");
+    assert_eq!(opt_str(device[0], "target"), Some("gfx1201"));
+    assert_eq!(get_str(device[0], "container"), ".hip_fat > bundle #0");
+
+    let in_place = list_all(&wheel, false);
+    let member = format!("{}!/hip_quant/hip_quantize.dll", wheel.display());
+    assert_same_rows_in_place(&in_place, &rows);
+    for a in &in_place {
+        assert_eq!(get_str(a, "file"), member);
+    }
 }
 
 #[test]

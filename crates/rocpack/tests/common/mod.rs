@@ -788,6 +788,65 @@ fn run_fetch_script(script: &str, args: &[&str]) -> PathBuf {
     dir
 }
 
+/// Downloads one wheel from PyPI once (`python3 -m pip download --no-deps NAME==VERSION`) into
+/// `$ROCPACK_CORPUS/wheels` (default ~/.cache/rocpack-corpus/wheels) and returns its path; panics
+/// with a clear message when PyPI cannot be reached.
+pub fn fetch_wheel(name: &str, version: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let corpus = std::env::var_os("ROCPACK_CORPUS").map_or_else(
+        || {
+            let home = std::env::var_os("HOME").expect("HOME is not set");
+            Path::new(&home).join(".cache/rocpack-corpus")
+        },
+        PathBuf::from,
+    );
+    let dir = corpus.join("wheels");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    // Wheel file names spell the project with underscores.
+    let prefix = format!("{}-{version}-", name.replace('-', "_"));
+    let find = || {
+        std::fs::read_dir(&dir).ok().and_then(|d| {
+            d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
+                p.file_name().is_some_and(|f| {
+                    let f = f.to_string_lossy();
+                    f.starts_with(&prefix) && f.ends_with(".whl")
+                })
+            })
+        })
+    };
+    if let Some(p) = find() {
+        return p;
+    }
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-d",
+    ])
+    .arg(&dir)
+    .arg(format!("{name}=={version}"));
+    let out = output_of(&mut cmd);
+    assert!(
+        out.status.success(),
+        "network needed: `{}` failed (is PyPI reachable?):\n{}",
+        describe(&cmd),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    find().unwrap_or_else(|| {
+        panic!(
+            "{} wrote no {prefix}*.whl to {}",
+            describe(&cmd),
+            dir.display()
+        )
+    })
+}
+
 /// Runs scripts/fetch-corpus.sh for one package and returns its unpacked directory.
 pub fn fetch_corpus(pkg: &str) -> PathBuf {
     run_fetch_script("fetch-corpus.sh", &[pkg])
@@ -957,5 +1016,26 @@ pub fn readobj_pe(path: &Path) -> PeImage {
         pe32_plus: pe32_plus.expect("llvm-readobj printed no PE optional header magic"),
         sections,
         base_relocs,
+    }
+}
+
+/// `list --json` rows of a package member read in place against the rows of the same file read
+/// on its own: equal in everything but the file name and file offsets.
+pub fn assert_same_rows_in_place(in_place: &[Value], alone: &[Value]) {
+    assert_eq!(in_place.len(), alone.len(), "{in_place:?}\nvs\n{alone:?}");
+    for (a, b) in in_place.iter().zip(alone) {
+        for k in [
+            "container",
+            "entry_index",
+            "entry_id",
+            "target",
+            "size",
+            "offset",
+            "compressed",
+            "format",
+            "host",
+        ] {
+            assert_eq!(a[k], b[k], "{k}: in place {a}\nvs alone {b}");
+        }
     }
 }
