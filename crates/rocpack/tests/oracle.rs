@@ -1323,30 +1323,74 @@ fn pe_images_match_llvm() {
     check_all(&pe_manifest());
 }
 
-/// hip-quant 0.4.3 (PyPI) ships `hip_quant/hip_quantize.dll`, a Windows DLL built with the HIP SDK
-/// (link.exe: `.hip_fat`, `.hipFatB`, a gfx1201 code object). The DLL passes the whole oracle, and
-/// `list` on the wheel in place gives the same rows as on the DLL.
-#[test]
-fn real_hip_quant_wheel_dll_matches_llvm() {
-    let wheel = fetch_wheel("hip-quant", "0.4.3");
+/// The Windows DLLs of a real wheel, each against the whole oracle, and `list` on the wheel in
+/// place against the DLLs on their own. `dlls`: (member, the device targets it holds).
+fn check_real_wheel_dlls(wheel: &Path, dlls: &[(&str, &[&str])]) {
     let ctx = &mut Ctx::new();
-    let dll = ctx.path("hip_quantize.dll");
-    run_ok(Command::new("python3").args([
-        "-c",
-        "import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
-    ]).arg(&wheel).arg("hip_quant/hip_quantize.dll").arg(&dll));
-    let (rows, _) = check_fixture(&dll, "pe");
-    let device: Vec<&Value> = rows.iter().filter(|r| !get_bool(r, "host")).collect();
-    assert_eq!(device.len(), 1, "{rows:?}");
-    assert_eq!(opt_str(device[0], "target"), Some("gfx1201"));
-    assert_eq!(get_str(device[0], "container"), ".hip_fat > bundle #0");
-
-    let in_place = list_all(&wheel, false);
-    let member = format!("{}!/hip_quant/hip_quantize.dll", wheel.display());
-    assert_same_rows_in_place(&in_place, &rows);
-    for a in &in_place {
-        assert_eq!(get_str(a, "file"), member);
+    let in_place = list_all(wheel, false);
+    for (member, targets) in dlls {
+        let dll = ctx.path(member);
+        run_ok(
+            Command::new("python3")
+                .args([
+                    "-c",
+                    "import sys, zipfile\n\
+                     open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+                ])
+                .arg(wheel)
+                .arg(member)
+                .arg(&dll),
+        );
+        let (rows, _) = check_fixture(&dll, "pe");
+        let device: Vec<&str> = rows
+            .iter()
+            .filter(|r| !get_bool(r, "host"))
+            .map(|r| {
+                assert_eq!(get_str(r, "container"), ".hip_fat > bundle #0", "{member}");
+                get_str(r, "target")
+            })
+            .collect();
+        assert_eq!(device, *targets, "{member}");
+        let name = format!("{}!/{member}", wheel.display());
+        let mine: Vec<Value> = in_place
+            .iter()
+            .filter(|r| get_str(r, "file") == name)
+            .cloned()
+            .collect();
+        assert_same_rows_in_place(&mine, &rows);
     }
+}
+
+/// hip-quant 0.4.3 (PyPI, py3-none-any) ships `hip_quant/hip_quantize.dll`, a Windows DLL built
+/// with the HIP SDK (link.exe: `.hip_fat`, `.hipFatB`, one gfx1201 code object).
+#[test]
+fn real_hip_quant_0_4_3_wheel_dll_matches_llvm() {
+    let wheel = fetch_wheel("hip-quant", "0.4.3", None);
+    check_real_wheel_dlls(&wheel, &[("hip_quant/hip_quantize.dll", &["gfx1201"])]);
+}
+
+/// hip-quant 0.4.7's win_amd64 wheel: two DLLs (built against two ROCm releases), four and eight
+/// targets in one bundle each.
+#[test]
+fn real_hip_quant_0_4_7_win_amd64_dlls_match_llvm() {
+    let wheel = fetch_wheel("hip-quant", "0.4.7", Some("win_amd64"));
+    let data = "hip_quant-0.4.7.data/purelib/hip_quant";
+    check_real_wheel_dlls(
+        &wheel,
+        &[
+            (
+                &format!("{data}/hip_quantize.dll"),
+                &["gfx1200", "gfx1201", "gfx90a", "gfx942"],
+            ),
+            (
+                &format!("{data}/hip_quantize_rocm721.dll"),
+                &[
+                    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1200", "gfx1201", "gfx90a",
+                    "gfx942",
+                ],
+            ),
+        ],
+    );
 }
 
 #[test]

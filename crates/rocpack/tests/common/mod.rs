@@ -788,10 +788,11 @@ fn run_fetch_script(script: &str, args: &[&str]) -> PathBuf {
     dir
 }
 
-/// Downloads one wheel from PyPI once (`python3 -m pip download --no-deps NAME==VERSION`) into
+/// Downloads one wheel from PyPI once (`python3 -m pip download --no-deps NAME==VERSION`, with
+/// `--platform P --python-version 3.11` for another platform's wheel) into
 /// `$ROCPACK_CORPUS/wheels` (default ~/.cache/rocpack-corpus/wheels) and returns its path; panics
 /// with a clear message when PyPI cannot be reached.
-pub fn fetch_wheel(name: &str, version: &str) -> PathBuf {
+pub fn fetch_wheel(name: &str, version: &str, platform: Option<&str>) -> PathBuf {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = LOCK
         .lock()
@@ -807,12 +808,13 @@ pub fn fetch_wheel(name: &str, version: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
     // Wheel file names spell the project with underscores.
     let prefix = format!("{}-{version}-", name.replace('-', "_"));
+    let suffix = platform.map_or(".whl".to_owned(), |p| format!("{p}.whl"));
     let find = || {
         std::fs::read_dir(&dir).ok().and_then(|d| {
             d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
                 p.file_name().is_some_and(|f| {
                     let f = f.to_string_lossy();
-                    f.starts_with(&prefix) && f.ends_with(".whl")
+                    f.starts_with(&prefix) && f.ends_with(&suffix)
                 })
             })
         })
@@ -831,6 +833,9 @@ pub fn fetch_wheel(name: &str, version: &str) -> PathBuf {
     ])
     .arg(&dir)
     .arg(format!("{name}=={version}"));
+    if let Some(p) = platform {
+        cmd.args(["--platform", p, "--python-version", "3.11"]);
+    }
     let out = output_of(&mut cmd);
     assert!(
         out.status.success(),
