@@ -1,7 +1,7 @@
 //! The walk: find every container of device code in a file and every entry inside them.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use rocpack_amdgpu::{CodeObjectHeader, looks_like_code_object, metadata};
 use rocpack_bytes::{Bytes, align_up, lossless_string};
@@ -701,19 +701,16 @@ impl Walker<'_, '_> {
         }
         // No section by the fat binary's name (merged into another by the linker): read the
         // bundles where the wrappers point, section by section.
-        let mut by_section: Vec<(usize, BTreeSet<u64>)> = Vec::new();
+        let mut by_section: BTreeMap<usize, BTreeSet<u64>> = BTreeMap::new();
         for r in records {
             let hit = r.target.as_ref().ok().and_then(|&(rva, _)| {
                 let s = image.section_containing(rva)?;
                 Some((s.index, rva - u64::from(s.rva)))
             });
             match hit {
-                Some((index, off)) => match by_section.iter_mut().find(|(i, _)| *i == index) {
-                    Some((_, set)) => {
-                        set.insert(off);
-                    }
-                    None => by_section.push((index, BTreeSet::from([off]))),
-                },
+                Some((index, off)) => {
+                    by_section.entry(index).or_default().insert(off);
+                }
                 None => self.diag(
                     Severity::Warning,
                     "wrapper-outside-fatbin",
@@ -899,16 +896,19 @@ impl Walker<'_, '_> {
     /// no wrapper points to.
     fn bundles_at(&mut self, data: &[u8], starts: &BTreeSet<u64>, place: Place, probe: bool) {
         let b = Bytes::new(data);
-        let mut queue: Vec<u64> = starts.iter().copied().collect();
+        // A deque: a hostile wrapper table gives one start per 24 bytes of the file, and taking
+        // each from the front of a Vec would make the walk quadratic.
+        let mut queue: VecDeque<u64> = starts.iter().copied().collect();
         let mut done = BTreeSet::new();
         let mut index = 0;
-        while let Some(pos) = queue.first().copied() {
-            queue.remove(0);
+        while let Some(pos) = queue.pop_front() {
             if !done.insert(pos) {
                 continue;
             }
             let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
-            let slice = b.read_at(pos, limit.saturating_sub(pos)).unwrap_or_default();
+            let slice = b
+                .read_at(pos, limit.saturating_sub(pos))
+                .unwrap_or_default();
             let end = self.bundle_or_ccob(slice, place, pos, index);
             index += 1;
             if let (true, Some(end)) = (probe, end) {
@@ -918,7 +918,7 @@ impl Walker<'_, '_> {
                     && !starts.contains(&next)
                 {
                     self.diag(Severity::Warning, "unreferenced-bundle", place.parent, place.file_base, next, "a bundle here is not referenced by any .hipFatBinSegment wrapper; read anyway".into());
-                    queue.insert(0, next);
+                    queue.push_front(next);
                 }
             }
         }

@@ -127,6 +127,9 @@ pub struct Pe<'d> {
     pub image_base: u64,
     /// The section table, in table order.
     pub sections: Vec<Section>,
+    /// (RVA, index in `sections`) sorted by RVA, for address lookups in O(log n): a hostile
+    /// image may have 65,535 sections and a wrapper per 24 bytes of its file.
+    by_rva: Vec<(u32, usize)>,
     /// The base relocation directory (RVA, size), when present.
     base_relocs: Option<(u32, u32)>,
 }
@@ -222,6 +225,8 @@ impl<'d> Pe<'d> {
                 characteristics,
             });
         }
+        let mut by_rva: Vec<(u32, usize)> = sections.iter().map(|s| (s.rva, s.index)).collect();
+        by_rva.sort_unstable();
         let base_relocs = f
             .data_directory(pe::IMAGE_DIRECTORY_ENTRY_BASERELOC)
             .map(|d| d.address_range())
@@ -233,6 +238,7 @@ impl<'d> Pe<'d> {
             dll: header.characteristics.get(LE) & pe::IMAGE_FILE_DLL != 0,
             image_base: nt.optional_header().image_base(),
             sections,
+            by_rva,
             base_relocs,
         })
     }
@@ -244,9 +250,12 @@ impl<'d> Pe<'d> {
             .find_map(|n| self.sections.iter().find(|s| s.name.as_bytes() == *n))
     }
 
-    /// The section whose file-backed bytes hold `rva`.
+    /// The section whose file-backed bytes hold `rva`: the one starting closest below it (the
+    /// Windows loader requires sections in ascending, non-overlapping order).
     pub fn section_containing(&self, rva: u64) -> Option<&Section> {
-        self.sections.iter().find(|s| s.contains_rva(rva))
+        let after = self.by_rva.partition_point(|&(r, _)| u64::from(r) <= rva);
+        let &(_, index) = self.by_rva.get(after.checked_sub(1)?)?;
+        self.sections.get(index).filter(|s| s.contains_rva(rva))
     }
 
     /// The section's bytes present in the file, and whether they are all there.
