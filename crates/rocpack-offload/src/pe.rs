@@ -422,6 +422,69 @@ mod tests {
         assert!(!is_pe(&d[..60]));
     }
 
+    fn fixture(name: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/pe")
+            .join(name);
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    /// Where the wrappers of a fixture point (its listings.txt shows the bytes and relocations).
+    fn wrapper_targets(name: &str) -> Vec<Result<(u64, Via), String>> {
+        let data = fixture(name);
+        let image = Pe::parse(&data).unwrap();
+        let ws = image.section_named(&WRAPPER_NAMES).unwrap();
+        assert_eq!(ws.name, ".hipFatB");
+        let w = image.wrappers(ws);
+        assert!(w.bad.is_empty() && w.ragged.is_none() && w.reloc_error.is_none());
+        w.records.into_iter().map(|r| r.target).collect()
+    }
+
+    #[test]
+    fn wrappers_resolve_as_the_windows_loader_would() {
+        // DIR64 base relocation at 0x6008, in place 0x180007000 = ImageBase + 0x7000.
+        assert_eq!(
+            wrapper_targets("gfx1100.dll"),
+            [Ok((0x7000, Via::BaseRelocation))]
+        );
+        assert_eq!(
+            wrapper_targets("two-tu.dll"),
+            [
+                Ok((0x7000, Via::BaseRelocation)),
+                Ok((0xc000, Via::BaseRelocation))
+            ]
+        );
+        // PE32: a 16-byte record, HIGHLOW at 0x5008, 0x10006000 = ImageBase 0x10000000 + 0x6000.
+        assert_eq!(
+            wrapper_targets("gfx1100-pe32.dll"),
+            [Ok((0x6000, Via::BaseRelocation))]
+        );
+        // /fixed: no .reloc; 0x407000 = ImageBase 0x400000 + 0x7000.
+        assert_eq!(wrapper_targets("fixed.exe"), [Ok((0x7000, Via::ImageBase))]);
+    }
+
+    #[test]
+    fn section_ranges_cover_the_sections_with_file_bytes() {
+        let data = fixture("gfx1100.dll");
+        let image = Pe::parse(&data).unwrap();
+        assert!(image.pe32_plus && image.dll && image.machine == 0x8664);
+        let ranges = image.section_ranges();
+        let names: Vec<&str> = ranges.iter().map(|r| r.name).collect();
+        // .data has no raw data (RawDataSize 0).
+        assert_eq!(
+            names,
+            [
+                ".text", ".rdata", ".pdata", ".CRT", ".hipFatB", ".hip_fat", ".reloc"
+            ]
+        );
+        let fat = ranges.iter().find(|r| r.name == ".hip_fat").unwrap();
+        assert_eq!(
+            (fat.file_offset, fat.bytes.len(), fat.vaddr),
+            (0x1000, 0x29e8, 0x1_8000_7000)
+        );
+        assert!(fat.bytes.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"));
+    }
+
     #[test]
     fn headers_outside_the_file_are_an_error() {
         let mut d = vec![0u8; 0x90];
