@@ -22,7 +22,7 @@ perl -MFile::Which -e1 2>/dev/null || need+=(libfile-which-perl)
 perl -MURI::Escape -e1 2>/dev/null || need+=(liburi-perl)
 # Python module used by the plan emitter tests to parse spack.yaml.
 python3 -c 'import yaml' 2>/dev/null || need+=(python3-yaml)
-# pip downloads the real wheels the tests read (python3 -m pip download, never install).
+# pip downloads the PyPI wheels some tests read (`pip download --no-deps`, never installs).
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use rocpack_amdgpu::compat::Verdict;
 use rocpack_bytes::human_size;
 
+use crate::label::distinguishing_suffixes;
 use crate::matrix::{Matrix, letter};
 
 /// What the report is about, shown in its header.
@@ -50,6 +51,63 @@ fn verdict_rank(v: Verdict) -> u8 {
         Verdict::Policy => 2,
         Verdict::Override => 1,
         Verdict::None => 0,
+    }
+}
+
+/// The row labels: each library by the fewest trailing path components that tell it apart from
+/// the other rows ([`distinguishing_suffixes`]): `libx.so` alone, `cupy_rocm_7_0.whl!/cupy/cub.so`
+/// where two packages hold the same member. A Tensile directory needs two components and reads
+/// `rocblas/library` unless more are needed.
+fn row_labels(matrix: &Matrix) -> Vec<String> {
+    let paths: Vec<(&str, usize)> = matrix
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.library.as_str(),
+                if r.kind == "tensile-dir" { 2 } else { 1 },
+            )
+        })
+        .collect();
+    let suffixes = distinguishing_suffixes(&paths);
+    // `rocblas/4.4.1/library` reads better as `rocblas/library`, where no other row would read so.
+    let shorts: Vec<Option<String>> = suffixes
+        .iter()
+        .zip(&matrix.rows)
+        .map(|(label, r)| {
+            (r.kind == "tensile-dir" && label.split('/').count() <= 2)
+                .then(|| short_name(&r.library, r.kind))
+        })
+        .collect();
+    suffixes
+        .iter()
+        .zip(&shorts)
+        .enumerate()
+        .map(|(i, (label, short))| match short {
+            Some(s)
+                if suffixes
+                    .iter()
+                    .zip(&shorts)
+                    .enumerate()
+                    .all(|(j, (l, o))| j == i || (l != s && o.as_ref() != Some(s))) =>
+            {
+                s.clone()
+            }
+            _ => label.clone(),
+        })
+        .collect()
+}
+
+/// A row label as HTML: its directory part and its file name in separate spans, so that a long
+/// label is shortened in the directory part, never in the file name first.
+fn label_html(label: &str) -> String {
+    match label.rsplit_once('/') {
+        Some((dir, base)) => format!(
+            "<span class=\"pre\">{}/</span><span class=\"base\">{}</span>",
+            esc(dir),
+            esc(base)
+        ),
+        None => format!("<span class=\"base\">{}</span>", esc(label)),
     }
 }
 
@@ -101,8 +159,13 @@ table.matrix { border-collapse: separate; border-spacing: 0; }
 .matrix thead th.lib, .matrix thead th.num { padding: 6px 10px; text-align: left; vertical-align: bottom; }
 .matrix th.sorted-asc::after { content: " ▲"; } .matrix th.sorted-desc::after { content: " ▼"; }
 .matrix tbody th { position: sticky; left: 0; background: #fff; z-index: 1; text-align: left;
-                   font-weight: normal; padding: 4px 10px; white-space: nowrap; max-width: 420px;
+                   font-weight: normal; padding: 4px 10px; white-space: nowrap; max-width: 520px;
                    overflow: hidden; text-overflow: ellipsis; }
+/* A long label gives up the middle of its directory part first: the start (a package) and the
+   file name stay readable. */
+.lab { display: inline-flex; max-width: 500px; vertical-align: bottom; }
+.lab .pre { flex: 0 1000 auto; min-width: 3em; overflow: hidden; text-overflow: ellipsis; }
+.lab .base { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .matrix td.num { padding: 4px 10px; text-align: right; white-space: nowrap; color: var(--muted); }
 .matrix td.v { width: 30px; height: 26px; text-align: center; color: #fff; font-size: 11px;
                font-weight: 700; border-left: 1px solid #fff; }
@@ -225,9 +288,10 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
     h.push_str("<div class=\"wrap\"><table class=\"matrix\" id=\"matrix\"><thead><tr>");
     h.push_str("<th class=\"lib\">library</th><th class=\"num\">size</th>");
     for c in &matrix.columns {
-        let title = match &c.gpu.name {
-            Some(n) => format!("{} — {}", c.gpu.given, n),
-            None => c.gpu.given.clone(),
+        let title = if c.gpu.given == c.gpu.target.to_string() {
+            c.gpu.label()
+        } else {
+            format!("{}: {}", c.gpu.given, c.gpu.label())
         };
         let _ = write!(
             h,
@@ -237,12 +301,13 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
         );
     }
     h.push_str("</tr></thead><tbody>\n");
-    for (i, r) in matrix.rows.iter().enumerate() {
+    let labels = row_labels(matrix);
+    for (i, (r, label)) in matrix.rows.iter().zip(&labels).enumerate() {
         let _ = write!(
             h,
-            "<tr><th title=\"{}\"><a href=\"#lib{i}\">{}</a>{}</th><td class=\"num\" data-k=\"{}\">{}</td>",
+            "<tr><th title=\"{}\"><a class=\"lab\" href=\"#lib{i}\">{}</a>{}</th><td class=\"num\" data-k=\"{}\">{}</td>",
             esc(&r.library),
-            esc(&short_name(&r.library, r.kind)),
+            label_html(label),
             if r.read_errors {
                 " <span class=\"err\" title=\"read errors\">!</span>"
             } else {
@@ -262,7 +327,7 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
                 h,
                 "<td class=\"v {v}\" data-k=\"{}\" title=\"{} on {}: {} — {}\">{letter}</td>",
                 verdict_rank(c.verdict),
-                esc(&short_name(&r.library, r.kind)),
+                esc(label),
                 esc(&col.gpu.given),
                 v,
                 esc(&c.reason)
@@ -284,13 +349,13 @@ pub fn render(matrix: &Matrix, info: &ReportInfo) -> String {
     h.push_str("</tr></tfoot></table></div>\n");
 
     h.push_str("<h2>Libraries</h2>\n");
-    for (i, r) in matrix.rows.iter().enumerate() {
+    for (i, (r, label)) in matrix.rows.iter().zip(&labels).enumerate() {
         let code: u64 = r.bytes_per_processor.values().sum();
         let _ = write!(
             h,
             "<details id=\"lib{i}\"><summary><b>{}</b> — {} · {} bundles · {} device code</summary>\
              <div class=\"meta\"><code>{}</code>{}</div>",
-            esc(&short_name(&r.library, r.kind)),
+            esc(label),
             esc(r.kind),
             r.bundles,
             human_size(code),
@@ -359,6 +424,46 @@ mod tests {
                 "tensile-dir"
             ),
             "rocblas/library"
+        );
+    }
+
+    fn matrix_of(rows: &[(&str, &'static str)]) -> Matrix {
+        Matrix {
+            columns: Vec::new(),
+            rows: rows
+                .iter()
+                .map(|(library, kind)| crate::matrix::Row {
+                    library: (*library).to_owned(),
+                    package: None,
+                    kind,
+                    size: 0,
+                    bundles: 0,
+                    bytes_per_processor: Default::default(),
+                    cells: Vec::new(),
+                    read_errors: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn kernel_directories_read_rocblas_library_only_where_that_is_unique() {
+        let one = matrix_of(&[
+            (
+                "/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library",
+                "tensile-dir",
+            ),
+            ("/usr/lib/x86_64-linux-gnu/librocblas.so.4", "elf"),
+        ]);
+        assert_eq!(row_labels(&one), ["rocblas/library", "librocblas.so.4"]);
+        let two = matrix_of(&[
+            ("/a/rocblas/4.4.1/library", "tensile-dir"),
+            ("/b/rocblas/4.5.0/library", "tensile-dir"),
+            ("/c/rocblas/library", "tensile-dir"),
+        ]);
+        assert_eq!(
+            row_labels(&two),
+            ["4.4.1/library", "4.5.0/library", "rocblas/library"]
         );
     }
 

@@ -10,6 +10,7 @@
 
 pub mod evaluate;
 pub mod html;
+pub mod label;
 pub mod library;
 pub mod locations;
 pub mod matrix;

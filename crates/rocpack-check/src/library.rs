@@ -257,7 +257,7 @@ impl Bundle {
 fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
     let mut out: Vec<(Option<usize>, Bundle)> = Vec::new();
     for co in &i.code_objects {
-        if co.host {
+        if !co.is_amd_gpu() {
             continue;
         }
         let bitcode = match co.format {

@@ -56,6 +56,21 @@ impl EntryId {
         matches!(self.kind.as_str(), "hip" | "hipv4" | "hcc")
     }
 
+    /// Whether the entry's triple names an AMD GPU: architecture `amdgcn` (whatever vendor and
+    /// OS fields follow), or AMD's SPIR-V (`spirv64-amd-…`, target `amdgcnspirv`), which the
+    /// HIP runtime finalizes for the GPU at load time. Host entries, `nvptx64-nvidia-cuda`,
+    /// Intel's `spir64`/`spir64_gen` (SYCL) and any other triple are not.
+    pub fn is_amd_gpu(&self) -> bool {
+        if !self.is_device() {
+            return false;
+        }
+        let mut fields = self.triple.split('-');
+        matches!(
+            (fields.next(), fields.next()),
+            (Some("amdgcn"), _) | (Some("spirv64"), Some("amd"))
+        )
+    }
+
     /// The target ID, when the entry names a parseable one.
     pub fn target_id(&self) -> Option<TargetId> {
         if self.target.is_empty() {
@@ -163,5 +178,33 @@ mod tests {
             "gfx90a:sramecc-:xnack+"
         );
         assert_eq!(EntryId::parse("garbage").kind, "garbage");
+    }
+
+    #[test]
+    fn only_amdgcn_and_amd_spirv_triples_are_amd_gpu_entries() {
+        for amd in [
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+            "hip-amdgcn-amd-amdhsa-gfx906",
+            "hcc-amdgcn--amdhsa-gfx803",
+            "openmp-amdgcn-amd-amdhsa--gfx90a",
+            "hipv4-spirv64-amd-amdhsa--amdgcnspirv",
+            "offload-amdgcn-amd-amdhsa--gfx1030",
+        ] {
+            assert!(EntryId::parse(amd).is_amd_gpu(), "{amd}");
+        }
+        for other in [
+            "host-x86_64-unknown-linux-gnu-",
+            "host-amdgcn-amd-amdhsa-",
+            "sycl-spir64_gen",
+            "sycl-spir64",
+            "sycl-spir64-unknown-unknown",
+            "openmp-spir64-unknown-unknown--",
+            "openmp-nvptx64-nvidia-cuda--sm_70",
+            "cuda-nvptx64-nvidia-cuda--sm_80",
+            "garbage",
+            "",
+        ] {
+            assert!(!EntryId::parse(other).is_amd_gpu(), "{other}");
+        }
     }
 }

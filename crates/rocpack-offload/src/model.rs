@@ -179,6 +179,28 @@ impl CodeObject {
             .and_then(|h| h.generic_version)
             .filter(|&v| v > 0)
     }
+
+    /// Whether this entry is AMD GPU code, the rows `list` shows and the entries `show`, `check`
+    /// and `scan` count: not a host entry, not empty, and either an AMDGPU ELF code object
+    /// (whatever its entry ID says) or an entry whose ID names an AMD GPU triple
+    /// ([`EntryId::is_amd_gpu`]: bitcode for amdgcn, AMD SPIR-V). SYCL `spir64`/`spir64_gen`,
+    /// `nvptx64` and other foreign entries are not.
+    pub fn is_amd_gpu(&self) -> bool {
+        if self.host || self.format == ImageFormat::Empty {
+            return false;
+        }
+        self.format == ImageFormat::CodeObject
+            || self
+                .entry_id
+                .as_deref()
+                .is_some_and(|id| crate::EntryId::parse(id).is_amd_gpu())
+    }
+
+    /// Whether this is a device entry with bytes that is not AMD GPU code (SYCL, NVPTX, …):
+    /// what `list` hides and `show` counts apart.
+    pub fn is_foreign_device_entry(&self) -> bool {
+        !self.host && self.format != ImageFormat::Empty && !self.is_amd_gpu()
+    }
 }
 
 /// How bad a diagnostic is.

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+mod derived;
 mod emitters;
 mod engines;
 
+pub use derived::{DerivedFact, release_of};
 pub use emitters::{
     EmitterKnowledge, GentooInfo, GentooPackage, NixInfo, NixPackage, NixRequirement, SpackFacts,
     SpackInfo, SpackPackage, SpackPackageFacts, SpackPropagation, SpackUnsatisfiable, SpackVariant,
@@ -41,6 +43,115 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     (
         "engines/spack.toml",
         include_str!("../data/engines/spack.toml"),
+    ), // Facts derived from the components' sources (kb::derived; tests check this list is every
+    // file of data/derived).
+    (
+        "derived/debian/hipCUB.toml",
+        include_str!("../data/derived/debian/hipCUB.toml"),
+    ),
+    (
+        "derived/debian/hipFFT.toml",
+        include_str!("../data/derived/debian/hipFFT.toml"),
+    ),
+    (
+        "derived/debian/hipSOLVER.toml",
+        include_str!("../data/derived/debian/hipSOLVER.toml"),
+    ),
+    (
+        "derived/debian/hipSPARSE.toml",
+        include_str!("../data/derived/debian/hipSPARSE.toml"),
+    ),
+    (
+        "derived/debian/rocBLAS.toml",
+        include_str!("../data/derived/debian/rocBLAS.toml"),
+    ),
+    (
+        "derived/debian/rocFFT.toml",
+        include_str!("../data/derived/debian/rocFFT.toml"),
+    ),
+    (
+        "derived/debian/rocPRIM.toml",
+        include_str!("../data/derived/debian/rocPRIM.toml"),
+    ),
+    (
+        "derived/debian/rocRAND.toml",
+        include_str!("../data/derived/debian/rocRAND.toml"),
+    ),
+    (
+        "derived/debian/rocSOLVER.toml",
+        include_str!("../data/derived/debian/rocSOLVER.toml"),
+    ),
+    (
+        "derived/debian/rocSPARSE.toml",
+        include_str!("../data/derived/debian/rocSPARSE.toml"),
+    ),
+    (
+        "derived/debian/rocThrust.toml",
+        include_str!("../data/derived/debian/rocThrust.toml"),
+    ),
+    (
+        "derived/upstream/MIGraphX-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/MIGraphX-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/MIGraphX-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/MIGraphX-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/MIOpen-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/MIOpen-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/MIOpen-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/MIOpen-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/composable_kernel-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/composable_kernel-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/composable_kernel-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/composable_kernel-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipBLASLt-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipBLASLt-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipBLASLt-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipBLASLt-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocBLAS-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocBLAS-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocBLAS-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocBLAS-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocFFT-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocFFT-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocFFT-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocFFT-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocSOLVER-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocSOLVER-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocSOLVER-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocSOLVER-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocWMMA-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocWMMA-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocWMMA-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocWMMA-rocm-6.2.0.toml"),
     ),
 ];
 
@@ -842,6 +953,9 @@ pub struct Knowledge {
     pub engines: BTreeMap<String, EngineFacts>,
     /// Spack's `[facts]` (`engines/spack.toml`), typed: what its recipes accept.
     pub spack_facts: SpackFacts,
+    /// Every fact of a release file compared with the one derived from the component's sources
+    /// (`derived/`); the derived value is the one the planner uses.
+    pub derived: Vec<DerivedFact>,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, KbError> {
@@ -895,6 +1009,16 @@ impl Knowledge {
             }
             releases.insert(version.to_owned(), release);
         }
+        let mut derived = Vec::new();
+        for (name, text, _) in family("derived/") {
+            let file = derived::read(name, text)?;
+            if let Some(rc) = releases
+                .get_mut(&file.release)
+                .and_then(|r: &mut Release| r.components.get_mut(&file.component))
+            {
+                derived.extend(derived::apply(&file, rc));
+            }
+        }
         let mut engines = BTreeMap::new();
         for (name, text, tool) in family("engines/") {
             let facts: EngineFacts = parse(name, text)?;
@@ -938,6 +1062,7 @@ impl Knowledge {
             emitters,
             spack_facts,
             engines,
+            derived,
         };
         kb.check()?;
         Ok(kb)
@@ -1128,6 +1253,28 @@ pub fn version_key(v: &str) -> Vec<u32> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_derived_file_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/derived");
+        let mut on_disk = Vec::new();
+        for sub in ["debian", "upstream"] {
+            for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                if name.ends_with(".toml") {
+                    on_disk.push(format!("derived/{sub}/{name}"));
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = FILES
+            .iter()
+            .filter(|(n, _)| n.starts_with("derived/"))
+            .map(|(n, _)| (*n).to_owned())
+            .collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded);
+    }
 
     #[test]
     fn embedded_knowledge_base_loads() {

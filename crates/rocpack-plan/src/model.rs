@@ -167,6 +167,10 @@ pub struct ComponentPlan {
     /// Knowledge-base confidence of the target facts ("approximate", "unconfirmed", ...).
     pub confidence: Option<String>,
     pub sources: Vec<String>,
+    /// The facts read from the component's own sources at the release that the plan rests on
+    /// (`data/derived/`): which fact, the origin and `path:line`.
+    #[serde(default)]
+    pub derived: Vec<String>,
 }
 
 impl ComponentPlan {
@@ -244,6 +248,42 @@ pub struct Setting {
     pub kind: SettingKind,
     /// Why this value.
     pub why: String,
+    /// Where the value comes from (what `why` says in words).
+    #[serde(default)]
+    pub origin: SettingOrigin,
+}
+
+/// Where a setting's value comes from. An emitter that may leave a setting to the recipe's own
+/// default asks this, not the wording of `why`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SettingOrigin {
+    /// The planned target list.
+    Targets,
+    /// The release's default for an optional dependency, left as it is.
+    #[default]
+    Default,
+    /// `--set` on the command line.
+    User,
+    /// The remedy of a pitfall the plan resolved.
+    Remedy {
+        /// The pitfall's id.
+        pitfall: String,
+    },
+    /// A rule of the build tool the plan is for (a TheRock gate).
+    Tool,
+    /// The planner turned an option off because its dependency is not built.
+    Dependency,
+}
+
+impl SettingOrigin {
+    /// Passed on purpose, so pinned even where the value equals the release's default.
+    pub fn pins(&self) -> bool {
+        matches!(
+            self,
+            SettingOrigin::User | SettingOrigin::Remedy { .. } | SettingOrigin::Tool
+        )
+    }
 }
 
 /// Open or dealt with by the plan.

@@ -18,8 +18,8 @@ use crate::kb::{
 };
 use crate::model::{
     Addition, ComponentPlan, Exclusion, FamilyCoverage, FamilyExpansion, Finding, FindingStatus,
-    OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, Status, Summary, Tool, processor,
-    processors, unverified,
+    OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, SettingOrigin, Status, Summary,
+    Tool, processor, processors, unverified,
 };
 
 /// A request the knowledge base cannot plan.
@@ -124,8 +124,8 @@ struct Skip {
 /// The mutable state the pitfall loop works on.
 #[derive(Debug, Default, Clone)]
 struct State {
-    /// (component, option) → (value, why, from the user).
-    options: BTreeMap<(String, String), (String, String, bool)>,
+    /// (component, option) → (value, why, where it comes from).
+    options: BTreeMap<(String, String), (String, String, SettingOrigin)>,
     skipped: BTreeMap<String, Skip>,
     /// component → extra variables to pass with the planned list.
     variables: BTreeMap<String, Vec<(String, String)>>,
@@ -501,7 +501,7 @@ impl Context<'_> {
             let user_set = |st: &State, o: &str| {
                 st.options
                     .get(&(c.to_owned(), o.to_owned()))
-                    .is_some_and(|(_, _, user)| *user)
+                    .is_some_and(|(_, _, origin)| *origin == SettingOrigin::User)
             };
             let declared = |o: &str| {
                 self.component(c)
@@ -509,6 +509,9 @@ impl Context<'_> {
                     .is_some()
             };
             let why = format!("{} ({})", pitfall.id, pitfall.message_head());
+            let origin = || SettingOrigin::Remedy {
+                pitfall: pitfall.id.clone(),
+            };
             match r {
                 Remedy::SetOption { option, value, .. } => {
                     // Passing a value that is also the default still counts: it pins the option
@@ -520,8 +523,10 @@ impl Context<'_> {
                     if user_set(st, option) || !declared(option) || passed {
                         continue;
                     }
-                    st.options
-                        .insert((c.to_owned(), option.clone()), (value.clone(), why, false));
+                    st.options.insert(
+                        (c.to_owned(), option.clone()),
+                        (value.clone(), why, origin()),
+                    );
                     return Some(format!("{c}: {option}={value}"));
                 }
                 Remedy::UnsetOption { option, .. } => {
@@ -533,7 +538,7 @@ impl Context<'_> {
                     }
                     st.options.insert(
                         (c.to_owned(), option.clone()),
-                        ("OFF".to_owned(), why, false),
+                        ("OFF".to_owned(), why, origin()),
                     );
                     return Some(format!("{c}: {option}=OFF"));
                 }
@@ -699,7 +704,7 @@ pub fn plan(
     for o in &request.set {
         st.options.insert(
             (o.component.clone(), o.option.clone()),
-            (o.value.clone(), "--set".to_owned(), true),
+            (o.value.clone(), "--set".to_owned(), SettingOrigin::User),
         );
     }
     if tool == Tool::Therock {
@@ -782,7 +787,7 @@ fn therock_rules(cx: &Context<'_>, st: &mut State) {
                     if rc.option_default(option).is_some() {
                         st.options.insert(
                             (name.clone(), option.clone()),
-                            (value.clone(), why.clone(), false),
+                            (value.clone(), why.clone(), SettingOrigin::Tool),
                         );
                     }
                 }
@@ -901,7 +906,11 @@ fn propagate_skips(
                 continue;
             }
             let key = (c.clone(), od.option.clone());
-            if st.options.get(&key).is_some_and(|(_, _, user)| *user) {
+            if st
+                .options
+                .get(&key)
+                .is_some_and(|(_, _, origin)| *origin == SettingOrigin::User)
+            {
                 findings
                     .entry(("dependency-not-built".to_owned(), c.clone()))
                     .or_insert_with(|| Finding {
@@ -922,8 +931,10 @@ fn propagate_skips(
                 continue;
             }
             let why = format!("{} is not built", od.name);
-            st.options
-                .insert(key, ("OFF".to_owned(), why.clone(), false));
+            st.options.insert(
+                key,
+                ("OFF".to_owned(), why.clone(), SettingOrigin::Dependency),
+            );
             findings.insert(
                 (
                     "dependency-turned-off".to_owned(),
@@ -1010,31 +1021,42 @@ fn assemble(
         let (planned, excluded) = (cx.planned(st, name), cx.excluded(name).to_vec());
         let mut settings = Vec::new();
         if built {
-            if t.is_some() {
+            // An empty target list is never passed. A cache entry, even an empty one, is
+            // already defined when the component's CMakeLists runs, so its own
+            // `set(... CACHE ...)` default is not applied: with rocWMMA 6.2
+            // (CMakeLists.txt:95-99 at rocm-6.2.0) `AMDGPU_TARGETS=""` stays empty, hip::device
+            // gets no --offload-arch, and its tests and samples are still configured
+            // (docs/plan.md, "Checked by the engines"). Unset, the component falls back to its
+            // own default list, which is all "no planned target" can honestly ask of it.
+            if t.is_some() && !planned.is_empty() {
                 for (var, why) in cx.target_variables(st, name) {
                     settings.push(Setting {
                         name: var,
                         value: planned.join(";"),
                         kind: SettingKind::String,
                         why,
+                        origin: SettingOrigin::Targets,
                     });
                 }
             }
-            let mut opts: Vec<(String, String, String)> = Vec::new();
+            let mut opts: Vec<(String, String, String, SettingOrigin)> = Vec::new();
             for od in &rc.optional_deps {
                 let v = cx.option(st, name, &od.option);
-                let why = match st.options.get(&(name.clone(), od.option.clone())) {
-                    Some((_, why, _)) => why.clone(),
-                    None => format!("{} default: build with {}", od.default, od.name),
+                let (why, origin) = match st.options.get(&(name.clone(), od.option.clone())) {
+                    Some((_, why, origin)) => (why.clone(), origin.clone()),
+                    None => (
+                        format!("{} default: build with {}", od.default, od.name),
+                        SettingOrigin::Default,
+                    ),
                 };
-                opts.push((od.option.clone(), v, why));
+                opts.push((od.option.clone(), v, why, origin));
             }
-            for ((c, o), (v, why, _)) in &st.options {
-                if c == name && !opts.iter().any(|(n, _, _)| n == o) {
-                    opts.push((o.clone(), v.clone(), why.clone()));
+            for ((c, o), (v, why, origin)) in &st.options {
+                if c == name && !opts.iter().any(|(n, ..)| n == o) {
+                    opts.push((o.clone(), v.clone(), why.clone(), origin.clone()));
                 }
             }
-            for (o, v, why) in opts {
+            for (o, v, why, origin) in opts {
                 let kind = if matches!(v.as_str(), "ON" | "OFF") {
                     SettingKind::Bool
                 } else {
@@ -1045,6 +1067,7 @@ fn assemble(
                     value: v,
                     kind,
                     why,
+                    origin,
                 });
             }
         }
@@ -1111,6 +1134,14 @@ fn assemble(
             expect_device_code,
             confidence,
             sources: rc.sources.clone(),
+            derived: cx
+                .kb
+                .derived
+                .iter()
+                .filter(|f| f.release == cx.rel.release.version && f.component == *name)
+                .filter(|f| f.derived.is_some())
+                .map(|f| format!("{}: {}", f.fact, f.at))
+                .collect(),
         });
     }
 
@@ -1404,6 +1435,46 @@ mod tests {
                 .iter()
                 .any(|f| f.id == "engine-lacks-release")
         );
+    }
+
+    #[test]
+    fn settings_say_where_they_come_from_and_no_empty_list_is_passed() {
+        let kb = Knowledge::embedded().unwrap();
+        let p = gfx1030(kb, "6.2", Tool::Cmake);
+        let by_name = |c: &str| p.components.iter().find(|x| x.name == c).unwrap();
+        // rocWMMA 6.2 supports no RDNA2 processor: planned for nothing, no target entry at all.
+        let wmma = by_name("rocWMMA");
+        assert_eq!(wmma.targets.as_deref(), Some(&[][..]));
+        assert!(!wmma.settings.iter().any(|s| wmma.is_target_setting(s)));
+        let ck = by_name("composable_kernel");
+        let origin = |c: &ComponentPlan, n: &str| {
+            c.settings
+                .iter()
+                .find(|s| s.name == n)
+                .unwrap()
+                .origin
+                .clone()
+        };
+        assert_eq!(origin(ck, "GPU_TARGETS"), SettingOrigin::Targets);
+        assert_eq!(
+            origin(ck, "INSTANCES_ONLY"),
+            SettingOrigin::Remedy {
+                pitfall: "ck-instances-only-ignores-gpu-targets".into()
+            }
+        );
+        let request = Request {
+            gpus: vec!["gfx1030".into()],
+            set: vec![parse_set(kb, "ck:INSTANCES_ONLY=OFF").unwrap()],
+            ..Request::default()
+        };
+        let p = plan(kb, &request, "6.2", Tool::Cmake).unwrap();
+        let ck = p
+            .components
+            .iter()
+            .find(|x| x.name == "composable_kernel")
+            .unwrap();
+        assert_eq!(origin(ck, "INSTANCES_ONLY"), SettingOrigin::User);
+        assert!(SettingOrigin::User.pins() && !SettingOrigin::Default.pins());
     }
 
     #[test]

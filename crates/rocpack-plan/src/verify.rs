@@ -681,7 +681,8 @@ fn read_device_code(record: &Record) -> Read {
         return read;
     };
     for co in &i.code_objects {
-        if co.host || !matches!(co.format, ImageFormat::CodeObject | ImageFormat::Bitcode) {
+        if !co.is_amd_gpu() || !matches!(co.format, ImageFormat::CodeObject | ImageFormat::Bitcode)
+        {
             continue;
         }
         let Some(t) = &co.target else { continue };

@@ -793,3 +793,100 @@ fn emitters_toml_gentoo_facts_match_the_ebuilds() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Settings no USE flag carries reach CMake through package.env: each env file's MYCMAKEARGS,
+/// split into words by bash exactly as cmake.eclass's cmake_src_configure does
+/// (`eval "local -a MYCMAKEARGS=( ${MYCMAKEARGS} )"`, gentoo-mirror/gentoo 747db21d), is the
+/// plan's value of every setting the output says it passes there, and nothing else.
+/// (scripts/engines/gentoo/run.sh checks the same with Portage's own package.env reading.)
+#[test]
+fn package_env_passes_the_settings_no_use_flag_carries() {
+    let mut checked = 0;
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("6.2", &["gfx1030"], &[]),
+        ("6.4", &["gfx1030"], &["rocSOLVER:BUILD_WITH_SPARSE=ON"]),
+    ];
+    for (release, gpus, sets) in cases {
+        let request = Request {
+            gpus: gpus.iter().map(|s| s.to_string()).collect(),
+            set: sets
+                .iter()
+                .map(|s| rocpack_plan::planner::parse_set(kb(), s).unwrap())
+                .collect(),
+            ..Default::default()
+        };
+        let plan = rocpack_plan::plan(kb(), &request, release, Format::Gentoo.tool()).unwrap();
+        let out = emit(kb(), &plan, Format::Gentoo);
+        let file = |n: &str| {
+            out.files
+                .iter()
+                .find(|(p, _)| p == n)
+                .map(|(_, t)| t.as_str())
+        };
+        let index = file("package.env/rocm").expect("a package.env");
+        for line in index.lines().filter(|l| !l.starts_with('#')) {
+            let (atom, env) = line.split_once(' ').unwrap();
+            let text = file(&format!("env/{env}")).unwrap();
+            let value = text
+                .lines()
+                .find_map(|l| l.strip_prefix("MYCMAKEARGS="))
+                .unwrap();
+            // make.conf syntax: one double-quoted value (bash reads it the same way).
+            let words = std::process::Command::new("bash")
+                .args([
+                    "-c",
+                    r#"eval "v=$1"; f() { eval "local -a MYCMAKEARGS=( ${v} )"; printf '%s\n' "${MYCMAKEARGS[@]}"; }; f"#,
+                    "_",
+                    value,
+                ])
+                .output()
+                .unwrap();
+            assert!(words.status.success());
+            let words: Vec<String> = String::from_utf8(words.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect();
+            let c = plan
+                .components
+                .iter()
+                .find(|c| {
+                    kb().components[&c.name]
+                        .packages
+                        .gentoo
+                        .iter()
+                        .any(|a| a == atom)
+                })
+                .unwrap();
+            let promised: Vec<&str> = out
+                .stdout
+                .lines()
+                .filter(|l| {
+                    l.starts_with(&format!("# {atom}: "))
+                        && l.ends_with("passed in MYCMAKEARGS (package.env)")
+                })
+                .map(|l| l[format!("# {atom}: ").len()..].split('=').next().unwrap())
+                .collect();
+            assert_eq!(
+                words.len(),
+                promised.len(),
+                "{release} {atom}: {words:?} vs {promised:?}"
+            );
+            for (w, name) in words.iter().zip(&promised) {
+                let s = c.settings.iter().find(|s| s.name == *name).unwrap();
+                let kind = match s.kind {
+                    rocpack_plan::model::SettingKind::Bool => "BOOL",
+                    rocpack_plan::model::SettingKind::String => "STRING",
+                };
+                assert_eq!(
+                    w,
+                    &format!("-D{}:{kind}={}", s.name, s.value),
+                    "{release} {atom}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    // 6.2's three remedies (CK INSTANCES_ONLY, MIOpen's CK and MLIR) and the --set one.
+    assert!(checked >= 4, "{checked}");
+}

@@ -300,6 +300,8 @@ pub struct CheckArgs {
 
     /// GPU to check for: a target ID (gfx90a:sramecc+:xnack-), a processor alias or a product
     /// name from `rocpack gpus` (repeat, or separate with commas). Default: this machine's GPUs.
+    /// A target ID or alias is reported as a processor with all its products; a product name
+    /// as that product.
     #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
     pub gpus: Vec<String>,
 
@@ -326,7 +328,8 @@ pub struct ScanArgs {
     pub report: Option<PathBuf>,
 
     /// Columns for these GPUs too (by default: every processor with code in the input, and the
-    /// members of each generic target present).
+    /// members of each generic target present). Columns are processors, labelled with their
+    /// products; a product name given here names its column.
     #[arg(long = "gpu", value_name = "TARGET_ID", value_delimiter = ',')]
     pub gpus: Vec<String>,
 
@@ -360,7 +363,9 @@ pub struct ListArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    /// Also list host entries and entries that are not device code.
+    /// Also list entries that are not AMD GPU code: host entries, empty entries, other vendors'
+    /// device code (SYCL spir64/spir64_gen, NVPTX) and bytes that are not device code. Without
+    /// it, a row is an AMDGPU code object or an entry whose triple is amdgcn or AMD SPIR-V.
     #[arg(long)]
     pub all_entries: bool,
 

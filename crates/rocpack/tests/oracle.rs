@@ -1365,7 +1365,7 @@ fn check_real_wheel_dlls(wheel: &Path, dlls: &[(&str, &[&str])]) {
 /// with the HIP SDK (link.exe: `.hip_fat`, `.hipFatB`, one gfx1201 code object).
 #[test]
 fn real_hip_quant_0_4_3_wheel_dll_matches_llvm() {
-    let wheel = fetch_wheel("hip-quant", "0.4.3", None);
+    let wheel = fetch_wheel("hip-quant", "0.4.3", "hip_quant-0.4.3-py3-none-any.whl");
     check_real_wheel_dlls(&wheel, &[("hip_quant/hip_quantize.dll", &["gfx1201"])]);
 }
 
@@ -1373,7 +1373,11 @@ fn real_hip_quant_0_4_3_wheel_dll_matches_llvm() {
 /// targets in one bundle each.
 #[test]
 fn real_hip_quant_0_4_7_win_amd64_dlls_match_llvm() {
-    let wheel = fetch_wheel("hip-quant", "0.4.7", Some("win_amd64"));
+    let wheel = fetch_wheel(
+        "hip-quant",
+        "0.4.7",
+        "hip_quant-0.4.7-cp311-cp311-win_amd64.whl",
+    );
     let data = "hip_quant-0.4.7.data/purelib/hip_quant";
     check_real_wheel_dlls(
         &wheel,

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{describe, fixtures_bin, json_lines, output_of};
+use common::{describe, fixtures_bin, html_unescape, json_lines, output_of};
 
 /// The native cell colour, `--native` in the report's style sheet.
 const NATIVE: [u8; 3] = [0x1a, 0x98, 0x50];
@@ -190,15 +190,6 @@ fn find_colour(img: &Image, colour: [u8; 3]) -> Found {
     }
 }
 
-/// Undoes the HTML escaping of an attribute value as Chromium serialises it.
-fn unescape(s: &str) -> String {
-    s.replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-}
-
 /// The `title` of each row header in the matrix's body: the library paths, in DOM order.
 fn matrix_rows(dom: &str) -> Vec<String> {
     let table = dom
@@ -220,7 +211,7 @@ fn matrix_rows(dom: &str) -> Vec<String> {
         .map(|r| {
             let at = r.find("<th title=\"").expect("row without a titled header") + 11;
             let end = at + r[at..].find('"').unwrap();
-            unescape(&r[at..end])
+            html_unescape(&r[at..end])
         })
         .collect()
 }

@@ -146,6 +146,9 @@ def main():
     shutil.copy(plan_dir / "make.conf", etc / "make.conf/50-rocpack")
     if (plan_dir / "package.use/rocm").exists():
         shutil.copy(plan_dir / "package.use/rocm", etc / "package.use/rocm")
+    for d in ("package.env", "env"):
+        if (plan_dir / d).is_dir():
+            shutil.copytree(plan_dir / d, etc / d)
     (etc / "profile/package.provided").write_text("\n".join(provided) + "\n")
     (work / "root").mkdir()
 
@@ -162,7 +165,67 @@ def main():
     sys.stdout.write(r.stdout)
     sys.stdout.write(r.stderr)
     print(f"# exit status {r.returncode}")
-    sys.exit(r.returncode)
+    status = r.returncode
+    if status == 0 and (plan_dir / "package.env/rocm").exists():
+        status = check_package_env(plan, plan_dir, cfg, env)
+    sys.exit(status)
+
+
+def check_package_env(plan, plan_dir, cfg, env):
+    """For each package.env entry: the MYCMAKEARGS Portage's own config gives the package
+    (portage.config.setcpv reads package.env and env/ as emerge does), split into words the way
+    cmake.eclass's cmake_src_configure does (`eval "local -a MYCMAKEARGS=( ${MYCMAKEARGS} )"`,
+    run by bash here), must be exactly the plan's -D arguments for those settings."""
+    code = r"""
+import os, sys, json, portage
+settings = portage.config(config_root=os.environ["PORTAGE_CONFIGROOT"])
+db = portage.db[settings["EROOT"]]["porttree"].dbapi
+out = {}
+for atom in sys.argv[1:]:
+    cpv = db.xmatch("bestmatch-visible", atom)
+    settings.setcpv(cpv, mydb=db)
+    out[atom] = [cpv, settings.get("MYCMAKEARGS", "")]
+print(json.dumps(out))
+"""
+    atoms = []
+    for line in (plan_dir / "package.env/rocm").read_text().splitlines():
+        if line and not line.startswith("#"):
+            atoms.append(line.split()[0])
+    release = plan["release"]
+    r = subprocess.run([sys.executable, "-c", code, *(f"={a}-{release}*" for a in atoms)],
+                       env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stdout.write(r.stderr)
+        print("# package.env: portage.config failed")
+        return 1
+    got = json.loads(r.stdout)
+    comps = tomllib_load()
+    status = 0
+    for query, (cpv, value) in got.items():
+        atom = query[1:].rsplit("-", 1)[0]
+        words = subprocess.run(
+            ["bash", "-c", 'f() { eval "local -a MYCMAKEARGS=( ${1} )"; printf "%s\\n" "${MYCMAKEARGS[@]}"; }; f "$1"', "_", value],
+            capture_output=True, text=True, check=True,
+        ).stdout.splitlines()
+        component = next(n for n, c in comps.items() if atom in c.get("packages", {}).get("gentoo", []))
+        c = next(c for c in plan["components"] if c["name"] == component)
+        want = {s["name"]: s["value"] for s in c["settings"]}
+        for w in words:
+            m = re.fullmatch(r"-D([^:=]+)(?::[A-Z]+)?=(.*)", w, re.S)
+            ok = bool(m) and want.get(m.group(1)) == m.group(2)
+            print(f"# package.env {cpv or atom}: cmake gets {w!r}: {'as planned' if ok else 'NOT as planned'}")
+            if not ok:
+                status = 1
+        if not words:
+            print(f"# package.env {cpv or atom}: no MYCMAKEARGS reaches the package")
+            status = 1
+    return status
+
+
+def tomllib_load():
+    import tomllib
+
+    return tomllib.loads((HERE.parents[2] / "crates/rocpack-plan/data/components.toml").read_text())["component"]
 
 
 if __name__ == "__main__":

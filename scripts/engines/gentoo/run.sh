@@ -2,7 +2,7 @@
 # Developer harness (not CI: it needs PyPI and the files read from GitHub): emits the Gentoo
 # plans of issue 13's requests (a)-(c), plus (d) gfx1030 at 6.4 (the seed's GPU on the nearest
 # release line Gentoo has), (e) gfx90a+gfx942 at 7.1, (f) gfx1151 at 6.4, (g) gfx1151+gfx1201 and
-# (h) gfx1030 at 7.0, and feeds each to
+# (h) gfx1030 at 7.0, (i) settings without a USE flag pinned with --set, and feeds each to
 # real Portage with harness.py. Prints everything emerge says.
 #
 #   scripts/engines/gentoo/run.sh [OUT_DIR]
@@ -41,5 +41,7 @@ run e --gpu gfx90a --gpu gfx942 --release 7.1
 run f --gpu gfx1151 --release 6.4
 run g --gpu gfx1151 --gpu gfx1201 --release 7.0
 run h --gpu gfx1030 --release 7.0
+# (i) settings no USE flag carries, pinned with --set: they go to package.env (MYCMAKEARGS)
+run i --gpu gfx1030 --release 6.4 --set rocSOLVER:BUILD_WITH_SPARSE=ON --set MIOpen:MIOPEN_USE_MLIR=OFF
 echo "# results under $out"
 exit $status

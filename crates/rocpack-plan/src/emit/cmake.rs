@@ -1,12 +1,9 @@
 //! Plain CMake: per component, the `-D` arguments to configure it with, and an initial-cache
 //! script (`cmake -C <Component>.cmake`) carrying the same entries with their reasons.
 //!
-//! An empty target list is never written. A cache entry, even an empty one, is already defined
-//! when the component's CMakeLists runs, so its `set(... CACHE ...)` default is not applied: with
-//! rocWMMA 6.2 (CMakeLists.txt:95-99 at rocm-6.2.0) `AMDGPU_TARGETS=""` stays empty, hip::device
-//! gets no `--offload-arch`, and its tests and samples (on by default) are still configured, 36
-//! executables (docs/plan.md, "Checked by the engines"). Left unset, the component falls back to
-//! its own default list, which is what "no planned target" can honestly ask of it.
+//! A component planned for no target carries no target variable (the planner never passes an
+//! empty list, see `planner::plan`): it configures with its own default list, and the output
+//! says so.
 
 use std::fmt::Write as _;
 
@@ -15,7 +12,7 @@ use super::{
     skip_reason,
 };
 use crate::kb::DeviceCode;
-use crate::model::{ComponentPlan, Plan, Setting};
+use crate::model::{ComponentPlan, Plan};
 
 pub(super) fn emit(plan: &Plan) -> Emission {
     let head = header_comments(plan, Format::Cmake);
@@ -30,19 +27,24 @@ pub(super) fn emit(plan: &Plan) -> Emission {
             );
             continue;
         }
-        if c.settings.is_empty() {
+        if c.settings.is_empty() && !planned_for_nothing(c) {
             continue;
         }
         let _ = writeln!(stdout, "# {}", one_line(&c.name));
-        let args: Vec<String> = written(c)
+        let args: Vec<String> = c
+            .settings
+            .iter()
             .map(|s| cmake_define(&s.name, s.kind, &s.value))
             .collect();
-        if args.is_empty() {
+        if planned_for_nothing(c) {
             push_comments(&mut stdout, "", &[empty_list_note(c)]);
-        } else {
+        }
+        if !args.is_empty() {
             let _ = writeln!(stdout, "{}", args.join(" "));
         }
-        files.push((format!("{}.cmake", c.name), cache_script(&head, c)));
+        if !c.settings.is_empty() {
+            files.push((format!("{}.cmake", c.name), cache_script(&head, c)));
+        }
     }
     Emission { stdout, files }
 }
@@ -64,11 +66,11 @@ fn cache_script(head: &str, c: &ComponentPlan) -> String {
     for e in &c.excluded {
         about.push(format!("Not for {}: {}", e.target, e.reason));
     }
-    if c.targets.as_ref().is_some_and(Vec::is_empty) {
+    if planned_for_nothing(c) {
         about.push(empty_list_note(c));
     }
     push_comments(&mut out, "", &about);
-    for s in written(c) {
+    for s in &c.settings {
         let _ = writeln!(
             out,
             "{}",
@@ -78,21 +80,12 @@ fn cache_script(head: &str, c: &ComponentPlan) -> String {
     out
 }
 
-/// The settings written: all but target variables that would be set to an empty list.
-fn written(c: &ComponentPlan) -> impl Iterator<Item = &Setting> {
-    c.settings
-        .iter()
-        .filter(move |s| !(s.value.is_empty() && c.is_target_setting(s)))
+fn planned_for_nothing(c: &ComponentPlan) -> bool {
+    c.targets.as_ref().is_some_and(Vec::is_empty)
 }
 
 /// Why a component planned for no target gets no target variable.
 fn empty_list_note(c: &ComponentPlan) -> String {
-    let vars: Vec<&str> = c
-        .settings
-        .iter()
-        .filter(|s| s.value.is_empty() && c.is_target_setting(s))
-        .map(|s| s.name.as_str())
-        .collect();
     let clients = if c.device_code == DeviceCode::HeaderOnly {
         "; its device code is only in its tests and samples, which then build for that list: turn them off, or do not build it"
     } else {
@@ -101,10 +94,6 @@ fn empty_list_note(c: &ComponentPlan) -> String {
     format!(
         "{}: planned for no target: {} not written (an empty cache entry blocks its default list while the rest of the build goes on); it configures with its own default list{clients}",
         c.name,
-        if vars.is_empty() {
-            "no target variable".to_owned()
-        } else {
-            vars.join(", ")
-        }
+        c.target_variable.as_deref().unwrap_or("no target variable")
     )
 }

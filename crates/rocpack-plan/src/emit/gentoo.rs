@@ -5,17 +5,19 @@
 //! Every USE flag that sets a planned CMake option is written out, on or off, whatever the
 //! ebuild's IUSE default; a flag the ebuild's REQUIRED_USE forbids for the planned targets is
 //! turned off and said to be NOT as planned, and a package whose REQUIRED_USE no planned target
-//! can satisfy is marked "do not emerge". What the ebuilds declare is checked against ::gentoo's
+//! can satisfy is marked "do not emerge". A setting no USE flag carries, pinned by the plan or
+//! not the release's default, goes to `/etc/portage/package.env/rocm` and an `env/` file as
+//! `MYCMAKEARGS`, which cmake.eclass appends to the ebuild's arguments. What the ebuilds declare is checked against ::gentoo's
 //! metadata by tests/engine_gentoo.rs (data/engines/gentoo.toml).
 
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, agreement, bool_value, fixed_note, header_comments, one_line,
-    option_use, processors, push_comments, skip_reason,
+    Emission, Format, OptionUse, agreement, bool_value, cmake_define, fixed_note, header_comments,
+    knobless, one_line, option_use, processors, push_comments, skip_reason,
 };
 use crate::kb::{GentooPackage, Knowledge, find_option, version_key};
-use crate::model::{ComponentPlan, Plan, Setting, SettingKind};
+use crate::model::{ComponentPlan, Plan, Setting, SettingKind, SettingOrigin};
 
 pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let gentoo = &kb.emitters.gentoo;
@@ -61,6 +63,8 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     // Components Portage refuses under this plan; their dependents cannot be emerged either
     // (plan.components is in build order, so a dependency comes first).
     let mut refused: Vec<&str> = Vec::new();
+    // (atom, component, CMake arguments) for package.env.
+    let mut env_files: Vec<(String, String, Vec<String>)> = Vec::new();
     for c in &plan.components {
         let atoms: &[String] = kb
             .components
@@ -119,7 +123,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             continue;
         }
         for atom in atoms {
-            let refuses = package_lines(
+            let (refuses, cmake_args) = package_lines(
                 &mut package_use,
                 kb,
                 plan,
@@ -135,6 +139,9 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
             if refuses && !refused.contains(&c.name.as_str()) {
                 refused.push(&c.name);
             }
+            if !refuses && !cmake_args.is_empty() {
+                env_files.push((atom.clone(), c.name.clone(), cmake_args));
+            }
         }
     }
 
@@ -143,13 +150,50 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     stdout.push_str(&make_conf);
     let _ = writeln!(stdout, "# ---- /etc/portage/package.use/rocm ----");
     stdout.push_str(&package_use);
-    Emission {
-        stdout,
-        files: vec![
-            ("make.conf".to_owned(), make_conf),
-            ("package.use/rocm".to_owned(), package_use),
-        ],
+    let mut files = vec![
+        ("make.conf".to_owned(), make_conf),
+        ("package.use/rocm".to_owned(), package_use),
+    ];
+    if !env_files.is_empty() {
+        let (package_env, envs) = package_env(plan, &env_files);
+        let _ = writeln!(stdout, "# ---- /etc/portage/package.env/rocm ----");
+        stdout.push_str(&package_env);
+        files.push(("package.env/rocm".to_owned(), package_env));
+        for (name, text) in envs {
+            let _ = writeln!(stdout, "# ---- /etc/portage/env/{name} ----");
+            stdout.push_str(&text);
+            files.push((format!("env/{name}"), text));
+        }
     }
+    Emission { stdout, files }
+}
+
+/// `package.env/rocm` and one `env/` file per package, carrying the settings no USE flag passes
+/// in `MYCMAKEARGS`. cmake.eclass (gentoo-mirror/gentoo 747db21d, eclass/cmake.eclass,
+/// `cmake_src_configure`) reads it as `eval "local -a MYCMAKEARGS=( ${MYCMAKEARGS} )"` and
+/// appends it after the ebuild's own `mycmakeargs`, so each value is one shell word and a later
+/// `-D` of the same name wins over none of the ebuild's (the ebuild does not pass these).
+fn package_env(
+    plan: &Plan,
+    packages: &[(String, String, Vec<String>)],
+) -> (String, Vec<(String, String)>) {
+    let head = header_comments(plan, Format::Gentoo);
+    let mut index = head.clone();
+    push_comments(
+        &mut index,
+        "",
+        &["Settings no USE flag carries, passed to cmake.eclass in MYCMAKEARGS; a MYCMAKEARGS of your own (make.conf) is replaced for these packages".to_owned()],
+    );
+    let mut envs = Vec::new();
+    for (atom, component, args) in packages {
+        let name = format!("rocpack-{}.conf", atom.replace('/', "_"));
+        let _ = writeln!(index, "{atom} {name}");
+        let mut text = head.clone();
+        push_comments(&mut text, "", &[format!("{component} ({atom})")]);
+        let _ = writeln!(text, "MYCMAKEARGS={}", shell_dq(&args.join(" ")));
+        envs.push((name, text));
+    }
+    (index, envs)
 }
 
 /// The target lists a package's lines are made from.
@@ -163,7 +207,8 @@ struct Lists<'a> {
 
 /// The lines of one package: its own target list when it differs, its USE flags, and comments
 /// for what it cannot express. Returns whether Portage refuses the package (its REQUIRED_USE
-/// needs a target none of the planned or global targets provides).
+/// needs a target none of the planned or global targets provides), and the CMake arguments
+/// no USE flag carries (for MYCMAKEARGS).
 fn package_lines(
     out: &mut String,
     kb: &Knowledge,
@@ -172,7 +217,8 @@ fn package_lines(
     atom: &str,
     info: Option<&GentooPackage>,
     lists: Lists<'_>,
-) -> bool {
+) -> (bool, Vec<String>) {
+    let mut cmake_args = Vec::new();
     let release = &plan.release;
     let variable = lists.variable;
     let mut notes = Vec::new();
@@ -269,10 +315,21 @@ fn package_lines(
         .filter(|s| !passed.contains(&s.name.as_str()))
     {
         let Some(o) = find_option(options, &s.name, release) else {
-            notes.push(format!(
-                "{}={}: no USE flag known; not passed",
-                s.name, s.value
-            ));
+            // The ebuild does not pass it: cmake.eclass appends MYCMAKEARGS after the
+            // ebuild's own mycmakeargs, so it reaches CMake through package.env.
+            let (pass, note) = knobless(
+                kb,
+                plan,
+                c,
+                s,
+                "no USE flag",
+                "ebuild",
+                "passed in MYCMAKEARGS (package.env)",
+            );
+            notes.push(note);
+            if pass {
+                cmake_args.push(cmake_define(&s.name, s.kind, &s.value));
+            }
             continue;
         };
         // An option the ebuild fixes only for some targets is explained below.
@@ -324,7 +381,7 @@ fn package_lines(
         lines.push(format!("{atom} {}", flags.join(" ")));
     }
     if notes.is_empty() && lines.is_empty() {
-        return refuses;
+        return (refuses, cmake_args);
     }
     let _ = writeln!(out, "# {}", one_line(&c.name));
     push_comments(
@@ -340,7 +397,7 @@ fn package_lines(
             let _ = writeln!(out, "{l}");
         }
     }
-    refuses
+    (refuses, cmake_args)
 }
 
 /// A CMake boolean: `Some(true)` for ON, `Some(false)` for OFF (as a plan setting reads).
@@ -350,6 +407,7 @@ fn bool_value_str(value: &str) -> Option<bool> {
         value: value.to_owned(),
         kind: SettingKind::Bool,
         why: String::new(),
+        origin: SettingOrigin::Default,
     })
 }
 

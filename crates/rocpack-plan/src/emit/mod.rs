@@ -116,6 +116,37 @@ enum OptionUse<'a> {
     Note(String),
 }
 
+/// A setting the recipe has no knob for: whether to pass it around the recipe (`how`, e.g.
+/// "appended to cmakeFlags"), and the comment saying so. It is passed when the plan pins it
+/// (a remedy, `--set`, a tool rule: a recipe may pass another value) or it is not the release's
+/// default; otherwise it is left to the recipe (`builder`). `none` names the missing knob.
+fn knobless(
+    kb: &Knowledge,
+    plan: &Plan,
+    c: &ComponentPlan,
+    s: &Setting,
+    none: &str,
+    builder: &str,
+    how: &str,
+) -> (bool, String) {
+    let default = kb
+        .releases
+        .get(&plan.release)
+        .and_then(|r| r.components.get(&c.name))
+        .and_then(|rc| rc.option_default(&s.name));
+    if default == Some(s.value.as_str()) && !s.origin.pins() {
+        (
+            false,
+            format!(
+                "{}={}: {none}; the release's default, left to the {builder}",
+                s.name, s.value
+            ),
+        )
+    } else {
+        (true, format!("{}={}: {none}; {how}", s.name, s.value))
+    }
+}
+
 /// How the tool's knowledge (`emitters.toml`) turns `s` into a switch or a comment. `builder`
 /// names what fixes values itself ("recipe", "ebuild", "derivation"), `knob` how a knob is
 /// spelled in a comment, `none` what there is none of ("no variant").

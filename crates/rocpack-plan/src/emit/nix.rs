@@ -10,7 +10,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Emission, Format, OptionUse, header_comments, option_use, push_comments, skip_reason};
+use super::{
+    Emission, Format, OptionUse, header_comments, knobless, option_use, push_comments, skip_reason,
+};
 use crate::kb::{Knowledge, NixInfo, NixPackage, NixRequirement, find_option};
 use crate::model::{ComponentPlan, Plan};
 
@@ -206,24 +208,17 @@ fn attr_override(
     for s in c.option_settings() {
         let o = info.and_then(|i| find_option(&i.option, &s.name, &plan.release));
         let Some(o) = o else {
-            let default = kb
-                .releases
-                .get(&plan.release)
-                .and_then(|r| r.components.get(&c.name))
-                .and_then(|rc| rc.option_default(&s.name));
-            // Passed on purpose: a remedy (its `why` starts with the pitfall's id) or --set pins
-            // it even where it equals the default, since a derivation may pass another value.
-            let pinned = s.why == "--set" || kb.pitfalls.iter().any(|p| s.why.starts_with(&p.id));
-            if default == Some(s.value.as_str()) && !pinned {
-                comments.push(format!(
-                    "{}={}: no derivation argument known; the release's default, left to the derivation",
-                    s.name, s.value
-                ));
-            } else {
-                comments.push(format!(
-                    "{}={}: no derivation argument known; appended to cmakeFlags",
-                    s.name, s.value
-                ));
+            let (pass, note) = knobless(
+                kb,
+                plan,
+                c,
+                s,
+                "no derivation argument known",
+                "derivation",
+                "appended to cmakeFlags",
+            );
+            comments.push(note);
+            if pass {
                 flags.push(format!("-D{}={}", s.name, s.value));
             }
             continue;

@@ -134,17 +134,12 @@ fn print_text(
     verbose: bool,
 ) -> Result<()> {
     for (i, g) in gpus.iter().enumerate() {
-        let name = g
-            .name
-            .as_deref()
-            .map(|n| format!(" — {n}"))
-            .unwrap_or_default();
         let given = if g.given == g.target.to_string() {
             String::new()
         } else {
             format!(" (given as {:?})", g.given)
         };
-        writeln!(out, "GPU {}: {}{name}{given}", i + 1, g.target)?;
+        writeln!(out, "GPU {}: {}{given}", i + 1, g.label())?;
     }
     write!(out, "policy: {}", rules.policy)?;
     if let Some(v) = rules.override_version {
@@ -229,6 +224,7 @@ fn print_json(
                 "gpu": g.given,
                 "target": g.target.to_string(),
                 "name": g.name,
+                "products": g.products(),
             }),
         )?;
         writeln!(out)?;

@@ -1,4 +1,8 @@
 //! Turning what the user typed after `--gpu` into a GPU: a target ID, an alias, or a product.
+//!
+//! A processor is not a product: `gfx1100` (or `gfx90a:xnack+`, or the alias `navi31`) resolves
+//! to a GPU without a product name, which reports label as a processor with all its products
+//! (`Gpu::label`); only a product name (`"RX 7900 XTX"`) gives the GPU that product's name.
 
 use anyhow::{Result, bail};
 use rocpack_amdgpu::catalogue;
@@ -27,7 +31,7 @@ pub fn resolve(given: &str) -> Result<Gpu> {
             return Ok(Gpu {
                 given: given.to_owned(),
                 target,
-                name: product_name(entry),
+                name: None,
             });
         }
         if rocpack_amdgpu::mach::by_name(&target.processor).is_some() {
@@ -65,14 +69,14 @@ pub fn resolve(given: &str) -> Result<Gpu> {
     }
     match found.as_slice() {
         [one] => {
-            // Name the product the user meant, not just the processor's first product.
-            let wanted = given.to_lowercase();
+            // Name the product the user meant; a query that matched no product name (an
+            // architecture such as "cdna2" naming one processor) names the processor.
+            let wanted = bare_product(given);
             let name = one
                 .marketing
                 .iter()
-                .find(|p| p.name.to_lowercase().contains(&wanted))
-                .map(|p| p.name.clone())
-                .or_else(|| product_name(one));
+                .find(|p| bare_product(&p.name).contains(&wanted))
+                .map(|p| p.name.clone());
             Ok(Gpu {
                 given: given.to_owned(),
                 target: TargetId::new(one.name.clone()),
@@ -98,11 +102,6 @@ fn bare_product(name: &str) -> String {
     let lower = name.trim().to_lowercase();
     let lower = lower.strip_prefix("amd ").unwrap_or(&lower);
     lower.strip_prefix("radeon ").unwrap_or(lower).to_owned()
-}
-
-/// The first product name of a catalogue entry.
-pub fn product_name(entry: &catalogue::Gpu) -> Option<String> {
-    entry.marketing.first().map(|p| p.name.clone())
 }
 
 /// The policy and override from the command line.
@@ -134,5 +133,22 @@ mod tests {
         );
         // Still ambiguous when no product is named exactly so.
         assert!(resolve("RX 68").is_err());
+    }
+
+    #[test]
+    fn a_processor_is_not_labelled_as_a_product() {
+        for given in ["gfx1100", "fiji", "gfx90a:xnack+", " gfx942 "] {
+            let g = resolve(given).unwrap();
+            assert_eq!(g.name, None, "{given}");
+            assert!(
+                g.label().contains("(processor; products: "),
+                "{given}: {}",
+                g.label()
+            );
+        }
+        let g = resolve("AMD Radeon RX 7900 XTX").unwrap();
+        assert_eq!(g.target.to_string(), "gfx1100");
+        assert_eq!(g.name.as_deref(), Some("Radeon RX 7900 XTX"));
+        assert_eq!(g.label(), "gfx1100 — Radeon RX 7900 XTX");
     }
 }

@@ -1,4 +1,5 @@
-//! `rocpack list`: one row per device code object.
+//! `rocpack list`: one row per AMD GPU entry (`CodeObject::is_amd_gpu`), or per entry of every
+//! kind with `--all-entries`.
 
 use std::io::{self, Write};
 
@@ -28,6 +29,7 @@ struct Row<'a> {
     compressed: bool,
     format: ImageFormat,
     host: bool,
+    amd_gpu: bool,
 }
 
 fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
@@ -47,6 +49,7 @@ fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
         compressed: co.compressed,
         format: co.format,
         host: co.host,
+        amd_gpu: co.is_amd_gpu(),
     }
 }
 
@@ -61,13 +64,20 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
     let results = scanned.results;
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut rows = Vec::new();
+    // Device entries of other vendors that the filter hid, for the message when nothing is left.
+    let mut foreign = 0usize;
     for r in &results {
         let Some(i) = &r.inspection else { continue };
+        foreign += i
+            .code_objects
+            .iter()
+            .filter(|co| co.is_foreign_device_entry())
+            .count();
         let file = path_string(&r.path);
         for co in i
             .code_objects
             .iter()
-            .filter(|co| args.all_entries || (!co.host && co.format != ImageFormat::Empty))
+            .filter(|co| args.all_entries || co.is_amd_gpu())
         {
             let row = row(&file, i, co);
             if global.json {
@@ -88,8 +98,13 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
     }
     if !global.json && rows.is_empty() {
         let files = scanned.examined;
+        let hidden = match foreign {
+            0 => String::new(),
+            1 => " (1 entry that is not AMD GPU code; --all-entries lists it)".to_owned(),
+            n => format!(" ({n} entries that are not AMD GPU code; --all-entries lists them)"),
+        };
         eprintln!(
-            "rocpack: no device code objects in {files} file{}",
+            "rocpack: no device code objects in {files} file{}{hidden}",
             if files == 1 { "" } else { "s" }
         );
     } else if !global.json {

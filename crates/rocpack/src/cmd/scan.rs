@@ -5,7 +5,6 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rocpack_amdgpu::catalogue;
 use rocpack_check::html::{ReportInfo, render};
 use rocpack_check::matrix::{Matrix, build, columns_for, letter};
 use rocpack_check::{Gpu, group};
@@ -33,13 +32,17 @@ pub fn run(global: &Global, args: &ScanArgs) -> Result<Status> {
     let problems = output::report_problems(&scanned.results);
     let errors = scanned.results.iter().filter(|r| r.has_errors()).count();
     let inventory = group(&scanned.results);
+    // Columns are processors found in the files, labelled as such (with their products).
     let mut gpus: Vec<Gpu> = columns_for(&inventory);
-    for g in &mut gpus {
-        g.name = catalogue::find(&g.target.processor).and_then(gpu_arg::product_name);
-    }
     for g in extra {
-        if !gpus.iter().any(|c| c.target == g.target) {
-            gpus.push(g);
+        match gpus.iter_mut().find(|c| c.target == g.target) {
+            // `--gpu "RX 7900 XTX"` names the gfx1100 column found in the files.
+            Some(column) => {
+                if g.name.is_some() {
+                    column.name = g.name;
+                }
+            }
+            None => gpus.push(g),
         }
     }
     let matrix = build(&inventory, &gpus, &rules);
@@ -188,6 +191,7 @@ fn print_json(
                 "gpu": c.gpu.given,
                 "target": c.gpu.target.to_string(),
                 "name": c.gpu.name,
+                "products": c.gpu.products(),
                 "libraries_running": c.runs,
             }),
         )?;

@@ -57,16 +57,24 @@ fn print_file(
     i: &Inspection,
     kernels: bool,
 ) -> io::Result<()> {
-    let devices = i
+    let devices = i.code_objects.iter().filter(|c| c.is_amd_gpu()).count();
+    // SYCL, NVPTX and other foreign device entries are shown below but not counted as AMD GPU
+    // code (the same rule as `list`).
+    let foreign = i
         .code_objects
         .iter()
-        .filter(|c| !c.host && c.format != ImageFormat::Empty)
+        .filter(|c| c.is_foreign_device_entry())
         .count();
     writeln!(
         out,
-        "{file}: {} bytes, {devices} device code object{}",
+        "{file}: {} bytes, {devices} device code object{}{}",
         thousands(size),
-        if devices == 1 { "" } else { "s" }
+        if devices == 1 { "" } else { "s" },
+        match foreign {
+            0 => String::new(),
+            1 => ", 1 entry that is not AMD GPU code".to_owned(),
+            n => format!(", {n} entries that are not AMD GPU code"),
+        }
     )?;
     // Bare code objects have no container.
     for co in i.code_objects.iter().filter(|c| c.container.is_none()) {
@@ -208,7 +216,13 @@ fn print_code_object(
     let mut facts = Vec::new();
     match co.format {
         ImageFormat::Empty => facts.push("empty".to_owned()),
+        ImageFormat::Bitcode if co.is_foreign_device_entry() => {
+            facts.push("LLVM bitcode, not for an AMD GPU".to_owned())
+        }
         ImageFormat::Bitcode => facts.push("LLVM bitcode".to_owned()),
+        ImageFormat::Other if co.is_foreign_device_entry() => {
+            facts.push("not AMD GPU code".to_owned())
+        }
         ImageFormat::Other => facts.push("not device code".to_owned()),
         ImageFormat::CodeObject => {}
     }

@@ -203,7 +203,7 @@ fn toolchain_check(
         .iter()
         .filter_map(|r| r.inspection.as_ref())
         .flat_map(|i| &i.code_objects)
-        .filter(|c| !c.host)
+        .filter(|c| c.is_amd_gpu())
         .filter_map(|c| c.target.as_ref().map(|t| t.processor.clone()))
         .collect();
     toolchain::check(&toolchain::ToolchainOptions {

@@ -788,70 +788,6 @@ fn run_fetch_script(script: &str, args: &[&str]) -> PathBuf {
     dir
 }
 
-/// Downloads one wheel from PyPI once (`python3 -m pip download --no-deps NAME==VERSION`, with
-/// `--platform P --python-version 3.11` for another platform's wheel) into
-/// `$ROCPACK_CORPUS/wheels` (default ~/.cache/rocpack-corpus/wheels) and returns its path; panics
-/// with a clear message when PyPI cannot be reached.
-pub fn fetch_wheel(name: &str, version: &str, platform: Option<&str>) -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let corpus = std::env::var_os("ROCPACK_CORPUS").map_or_else(
-        || {
-            let home = std::env::var_os("HOME").expect("HOME is not set");
-            Path::new(&home).join(".cache/rocpack-corpus")
-        },
-        PathBuf::from,
-    );
-    let dir = corpus.join("wheels");
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-    // Wheel file names spell the project with underscores.
-    let prefix = format!("{}-{version}-", name.replace('-', "_"));
-    let suffix = platform.map_or(".whl".to_owned(), |p| format!("{p}.whl"));
-    let find = || {
-        std::fs::read_dir(&dir).ok().and_then(|d| {
-            d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
-                p.file_name().is_some_and(|f| {
-                    let f = f.to_string_lossy();
-                    f.starts_with(&prefix) && f.ends_with(&suffix)
-                })
-            })
-        })
-    };
-    if let Some(p) = find() {
-        return p;
-    }
-    let mut cmd = Command::new("python3");
-    cmd.args([
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "-d",
-    ])
-    .arg(&dir)
-    .arg(format!("{name}=={version}"));
-    if let Some(p) = platform {
-        cmd.args(["--platform", p, "--python-version", "3.11"]);
-    }
-    let out = output_of(&mut cmd);
-    assert!(
-        out.status.success(),
-        "network needed: `{}` failed (is PyPI reachable?):\n{}",
-        describe(&cmd),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    find().unwrap_or_else(|| {
-        panic!(
-            "{} wrote no {prefix}*.whl to {}",
-            describe(&cmd),
-            dir.display()
-        )
-    })
-}
-
 /// Runs scripts/fetch-corpus.sh for one package and returns its unpacked directory.
 pub fn fetch_corpus(pkg: &str) -> PathBuf {
     run_fetch_script("fetch-corpus.sh", &[pkg])
@@ -1043,4 +979,76 @@ pub fn assert_same_rows_in_place(in_place: &[Value], alone: &[Value]) {
             assert_eq!(a[k], b[k], "{k}: in place {a}\nvs alone {b}");
         }
     }
+}
+
+/// A wheel from PyPI, downloaded once with `pip download --no-deps NAME==VERSION` into
+/// ~/.cache/rocpack-corpus/wheels (or $ROCPACK_CORPUS/wheels); `file` is the wheel's file name,
+/// which pins the platform tag. Panics with "network needed" when pip cannot reach PyPI.
+pub fn fetch_wheel(name: &str, version: &str, file: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let cache = match std::env::var_os("ROCPACK_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+            .join(".cache/rocpack-corpus"),
+    };
+    let dir = cache.join("wheels");
+    let wheel = dir.join(file);
+    if wheel.is_file() {
+        return wheel;
+    }
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    // Into a scratch directory first, so an interrupted download never looks cached.
+    let scratch = tempfile::tempdir_in(&dir).unwrap();
+    let spec = format!("{name}=={version}");
+    // The platform and Python tags come from the file name (NAME-VER-PY-ABI-PLATFORM.whl), so a
+    // test can ask for a Windows wheel; a pure wheel ("any") is found for any platform.
+    let tags: Vec<&str> = file.trim_end_matches(".whl").rsplit('-').take(3).collect();
+    // A compressed tag set (`manylinux2014_x86_64.manylinux_2_17_x86_64`) names one per dot.
+    let platform = match tags.first().and_then(|t| t.split('.').next()) {
+        Some("any") | None => "manylinux_2_24_x86_64",
+        Some(p) => p,
+    };
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+    ])
+    .args(["--only-binary", ":all:", "--platform", platform])
+    .arg(&spec)
+    .arg("-d")
+    .arg(scratch.path());
+    // cp311 → --python-version 3.11, for a wheel built for one CPython.
+    if let Some(minor) = tags.get(2).and_then(|t| t.strip_prefix("cp3")) {
+        cmd.args(["--python-version", &format!("3.{minor}")]);
+    }
+    let out = output_of(&mut cmd);
+    let got = scratch.path().join(file);
+    if !out.status.success() || !got.is_file() {
+        panic!(
+            "network needed: `pip download --no-deps {spec}` could not fetch {file} from PyPI \
+             (exit {}); download it into {} by hand to run this test offline\n{}",
+            out.status,
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::rename(&got, &wheel)
+        .unwrap_or_else(|e| panic!("rename {} → {}: {e}", got.display(), wheel.display()));
+    wheel
+}
+
+/// Undoes the HTML escaping of text or an attribute value (rocpack's report, or Chromium's
+/// serialisation of it).
+pub fn html_unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
