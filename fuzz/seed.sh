@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Seeds fuzz/corpus/<target>/ from the test fixtures (tests/fixtures/bin). Safe to re-run:
-# files are named by content hash, so nothing is duplicated. The corpus directories are
-# git-ignored; libFuzzer adds what it finds to them.
+# Seeds fuzz/corpus/<target>/ from the test fixtures (tests/fixtures/bin and tests/fixtures/pe).
+# Safe to re-run: files are named by content hash, so nothing is duplicated. The corpus
+# directories are git-ignored; libFuzzer adds what it finds to them.
 #
 #   fuzz/seed.sh            # all targets
 #   fuzz/seed.sh fuzz_elf   # one target
@@ -9,6 +9,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 bin="$here/../tests/fixtures/bin"
+pe="$here/../tests/fixtures/pe"
 corpus="$here/corpus"
 
 add() { # target file...
@@ -68,14 +69,15 @@ PY
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_inspect fuzz_bundle fuzz_ccob fuzz_offload_binary fuzz_elf fuzz_code_object fuzz_msgpack)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_inspect fuzz_bundle fuzz_ccob fuzz_offload_binary fuzz_elf fuzz_pe fuzz_code_object fuzz_msgpack)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for t in "${targets[@]}"; do
     case $t in
-    fuzz_inspect) add "$t" "$bin"/* ;;
+    fuzz_inspect) add "$t" "$bin"/* "$pe"/*.dll "$pe"/*.exe ;;
+    fuzz_pe) add "$t" "$pe"/*.dll "$pe"/*.exe ;;
     fuzz_bundle) add "$t" "$bin"/tu1.hipfb "$bin"/tu2.hipfb "$bin"/tu1-gfx1030.hipfb "$bin"/generic-v6.hipfb ;;
     fuzz_ccob) add "$t" "$bin"/ccob-*.hipfb "$bin"/tu2-compressed.hipfb ;;
     fuzz_offload_binary)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the system packages rocpack's tests and fixture script need on a fresh Debian machine:
-# the LLVM 19 tools (fixtures and oracles), dpkg-deb/xz/zstd/tar/python3 (packages built by the
+# Installs the system packages rocpack's tests and fixture scripts need on a fresh Debian machine:
+# the LLVM 19 tools (fixtures and oracles; lld-link-19 links the Windows PE fixtures), pip (the
+# real wheels the tests download from PyPI), dpkg-deb/xz/zstd/tar/python3 (packages built by the
 # package tests), chromium (the HTML report is opened headless and screenshotted), gcc/g++/ar
 # (the verify tests build their own shared libraries), and cmake, nix-instantiate and PyYAML (the
 # plan emitter tests load what they emit with the real tools).
@@ -9,7 +10,8 @@ set -euo pipefail
 
 need=()
 for pair in clang++-19:clang-19 clang-offload-bundler-19:clang-tools-19 llvm-readelf-19:llvm-19 \
-            llvm-ar-19:llvm-19 llvm-objcopy-19:llvm-19 lld-19:lld-19 zstd:zstd \
+            llvm-ar-19:llvm-19 llvm-objcopy-19:llvm-19 llvm-readobj-19:llvm-19 lld-19:lld-19 \
+            lld-link-19:lld-19 zstd:zstd \
             dpkg-deb:dpkg perl:perl xz:xz-utils tar:tar python3:python3 chromium:chromium \
             gcc:gcc g++:g++ ar:binutils ldd:libc-bin cmake:cmake nix-instantiate:nix-bin; do
   cmd=${pair%%:*} pkg=${pair##*:}

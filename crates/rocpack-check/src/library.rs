@@ -22,6 +22,8 @@ use serde::Serialize;
 pub enum LibraryKind {
     /// A host ELF file: shared library, executable or object.
     Elf,
+    /// A Windows PE image: DLL or executable.
+    Pe,
     /// A static archive (its code lands in whatever links it).
     Archive,
     /// A file that is itself device code: a code object, a bundle, a compressed bundle.
@@ -213,6 +215,7 @@ pub fn group(results: &[FileResult]) -> Inventory {
         }
         let kind = match inspection.containers.first().map(|c| &c.kind) {
             Some(rocpack_offload::ContainerKind::HostElf { .. }) => LibraryKind::Elf,
+            Some(rocpack_offload::ContainerKind::HostPe { .. }) => LibraryKind::Pe,
             Some(rocpack_offload::ContainerKind::Archive { .. }) => LibraryKind::Archive,
             _ => LibraryKind::DeviceCode,
         };

@@ -27,7 +27,7 @@ pub struct Row {
     /// The package it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub package: Option<String>,
-    /// `elf`, `archive`, `device-code` or `tensile-dir`.
+    /// `elf`, `pe`, `archive`, `device-code` or `tensile-dir`.
     pub kind: &'static str,
     /// Size of its files in bytes.
     pub size: u64,
@@ -66,6 +66,7 @@ pub fn letter(v: Verdict) -> char {
 pub fn kind_name(kind: &LibraryKind) -> &'static str {
     match kind {
         LibraryKind::Elf => "elf",
+        LibraryKind::Pe => "pe",
         LibraryKind::Archive => "archive",
         LibraryKind::DeviceCode => "device-code",
         LibraryKind::TensileDir { .. } => "tensile-dir",

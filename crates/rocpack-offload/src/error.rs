@@ -14,6 +14,8 @@ pub enum Kind {
     OffloadBinary,
     /// Host ELF file.
     Elf,
+    /// Windows PE image.
+    Pe,
     /// Static archive.
     Archive,
     /// AMDGPU code object.
@@ -27,6 +29,7 @@ impl fmt::Display for Kind {
             Kind::Ccob => "compressed offload bundle",
             Kind::OffloadBinary => "OffloadBinary",
             Kind::Elf => "ELF",
+            Kind::Pe => "PE",
             Kind::Archive => "archive",
             Kind::CodeObject => "code object",
         })

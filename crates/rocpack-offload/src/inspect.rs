@@ -1,7 +1,7 @@
 //! The walk: find every container of device code in a file and every entry inside them.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use rocpack_amdgpu::{CodeObjectHeader, looks_like_code_object, metadata};
 use rocpack_bytes::{Bytes, align_up, lossless_string};
@@ -15,9 +15,10 @@ use crate::model::{
     CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,
 };
 use crate::offload_binary;
+use crate::pe::{self, Pe};
 
 /// The magic of `.hipFatBinSegment` wrappers: u32 0x48495046, u32 version 1.
-const WRAPPER_MAGIC: [u8; 8] = [0x46, 0x50, 0x49, 0x48, 1, 0, 0, 0];
+const WRAPPER_MAGIC: [u8; 8] = pe::WRAPPER_MAGIC;
 const WRAPPER_SIZE: u64 = 24;
 /// Largest read-only segment searched for wrappers when section headers are missing.
 const READ_ONLY_SCAN_LIMIT: u64 = 64 << 20;
@@ -105,6 +106,8 @@ pub enum Sniff {
     CodeObject,
     /// Any other ELF file.
     HostElf,
+    /// A Windows PE image (`MZ` and the `PE` signature).
+    Pe,
     /// `__CLANG_OFFLOAD_BUNDLE__`
     Bundle,
     /// `CCOB`
@@ -123,6 +126,8 @@ pub fn sniff(data: &[u8]) -> Option<Sniff> {
         Some(Sniff::CodeObject)
     } else if elf::is_elf(data) {
         Some(Sniff::HostElf)
+    } else if pe::is_pe(data) {
+        Some(Sniff::Pe)
     } else if data.starts_with(bundle::MAGIC) {
         Some(Sniff::Bundle)
     } else if data.starts_with(ccob::MAGIC) {
@@ -323,6 +328,7 @@ impl Walker<'_, '_> {
             Kind::Ccob => "malformed-ccob",
             Kind::OffloadBinary => "malformed-offload-binary",
             Kind::Elf => "malformed-elf",
+            Kind::Pe => "malformed-pe",
             Kind::Archive => "malformed-archive",
             Kind::CodeObject => "malformed-code-object",
         };
@@ -371,6 +377,7 @@ impl Walker<'_, '_> {
             // architectures) cannot carry .hip_fatbin wrappers we could follow.
             Some(Sniff::HostElf) if !elf::is_elf64_le(data) => Ok(false),
             Some(Sniff::HostElf) => self.host_elf(data, place).map(|()| true),
+            Some(Sniff::Pe) => self.host_pe(data, place).map(|()| true),
             // A bundle file may hold several bundles or CCOBs back to back.
             Some(Sniff::Bundle | Sniff::Ccob) => {
                 self.walk_sequentially(data, place);
@@ -581,6 +588,159 @@ impl Walker<'_, '_> {
         Ok(())
     }
 
+    // ----- host PE (Windows) ------------------------------------------------------------------
+
+    /// A Windows image: its fat binary section read through the wrappers, as for ELF (see
+    /// `pe.rs` for what clang and the linkers put there).
+    fn host_pe(&mut self, data: &[u8], place: Place) -> Result<(), FormatError> {
+        let image = Pe::parse(data)?;
+        let id = self.container(
+            place.parent,
+            ContainerKind::HostPe {
+                machine: image.machine,
+                pe32_plus: image.pe32_plus,
+                dll: image.dll,
+            },
+            0,
+            place.file_base,
+            Some(data.len() as u64),
+        );
+        let place = Place {
+            parent: Some(id),
+            ..place
+        };
+        for s in image.truncated_sections() {
+            self.diag(
+                Severity::Error,
+                "truncated-file",
+                Some(id),
+                place.file_base,
+                s.file_offset,
+                format!(
+                    "section {} ({} bytes at offset {:#x}) runs past the end of the {}-byte file: the file is truncated",
+                    s.name,
+                    s.file_size,
+                    s.file_offset,
+                    data.len()
+                ),
+            );
+        }
+        let fatbin = image.section_named(&pe::FATBIN_NAMES);
+        let wrappers = image
+            .section_named(&pe::WRAPPER_NAMES)
+            .map(|ws| (ws.clone(), image.wrappers(ws)));
+        if let Some((ws, w)) = &wrappers {
+            if let Some(len) = w.ragged {
+                self.diag(
+                    Severity::Warning,
+                    "wrapper-table-size",
+                    Some(id),
+                    place.file_base,
+                    ws.file_offset,
+                    format!(
+                        "{} is {len} bytes, not a multiple of {}",
+                        ws.name, w.record_size
+                    ),
+                );
+            }
+            for &(at, i) in &w.bad {
+                self.diag(
+                    Severity::Warning,
+                    "bad-wrapper",
+                    Some(id),
+                    place.file_base,
+                    at,
+                    format!(
+                        "wrapper #{i} in {} lacks the HIPF magic and version 1; skipped",
+                        ws.name
+                    ),
+                );
+            }
+            if let Some(e) = &w.reloc_error {
+                self.diag_err(Some(id), place.file_base, e.clone());
+            }
+        }
+        let records = wrappers.as_ref().map_or(&[][..], |(_, w)| &w.records[..]);
+        let unresolved = |r: &pe::Wrapper, fatbin: &str| match &r.target {
+            Ok((rva, _)) => format!(
+                "wrapper #{} points to RVA {rva:#x}, outside {fatbin}",
+                r.index
+            ),
+            Err(why) => format!("wrapper #{}: {why}", r.index),
+        };
+        if let Some(fb) = fatbin {
+            let (bytes, _) = image.section_data(fb);
+            let sid = self.container(
+                Some(id),
+                ContainerKind::Section {
+                    name: fb.name.clone(),
+                },
+                fb.file_offset,
+                place.file_base.and_then(|b| b.checked_add(fb.file_offset)),
+                Some(fb.file_size),
+            );
+            let mut starts = BTreeSet::new();
+            for r in records {
+                match &r.target {
+                    Ok((rva, _)) if fb.contains_rva(*rva) => {
+                        starts.insert(rva - u64::from(fb.rva));
+                    }
+                    _ => self.diag(
+                        Severity::Warning,
+                        "wrapper-outside-fatbin",
+                        Some(sid),
+                        place.file_base,
+                        r.file_offset,
+                        unresolved(r, &fb.name),
+                    ),
+                }
+            }
+            let splace = place.at(sid, fb.file_offset);
+            self.read_fatbin(bytes, &starts, !records.is_empty(), &fb.name, splace);
+            return Ok(());
+        }
+        // No section by the fat binary's name (merged into another by the linker): read the
+        // bundles where the wrappers point, section by section.
+        let mut by_section: BTreeMap<usize, BTreeSet<u64>> = BTreeMap::new();
+        for r in records {
+            let hit = r.target.as_ref().ok().and_then(|&(rva, _)| {
+                let s = image.section_containing(rva)?;
+                Some((s.index, rva - u64::from(s.rva)))
+            });
+            match hit {
+                Some((index, off)) => {
+                    by_section.entry(index).or_default().insert(off);
+                }
+                None => self.diag(
+                    Severity::Warning,
+                    "wrapper-outside-fatbin",
+                    Some(id),
+                    place.file_base,
+                    r.file_offset,
+                    unresolved(r, "every section"),
+                ),
+            }
+        }
+        let via = wrappers.as_ref().map_or("", |(ws, _)| ws.name.as_str());
+        for (index, starts) in by_section {
+            let Some(s) = image.sections.get(index) else {
+                continue;
+            };
+            let (bytes, _) = image.section_data(s);
+            let sid = self.container(
+                Some(id),
+                ContainerKind::Section {
+                    name: format!("{} (found through {via})", s.name),
+                },
+                s.file_offset,
+                place.file_base.and_then(|b| b.checked_add(s.file_offset)),
+                Some(s.file_size),
+            );
+            self.bundles_at(bytes, &starts, place.at(sid, s.file_offset), false);
+        }
+        Ok(())
+    }
+
     /// Resolves the pointer in wrapper field at virtual address `field_vaddr` (in-place value
     /// `in_place`), the way the dynamic loader would.
     fn resolve_pointer(
@@ -700,22 +860,35 @@ impl Walker<'_, '_> {
                 }
             }
         }
+        self.read_fatbin(data, &starts, had_wrappers, ".hip_fatbin", splace);
+        Ok(())
+    }
+
+    /// Reads the fat binary section `data` from the bundles the wrappers point to, or bundle
+    /// by bundle when no wrapper pointer could be used.
+    fn read_fatbin(
+        &mut self,
+        data: &[u8],
+        starts: &BTreeSet<u64>,
+        had_wrappers: bool,
+        name: &str,
+        splace: Place,
+    ) {
         if starts.is_empty() {
             if had_wrappers {
                 self.diag(
                     Severity::Warning,
                     "sequential-walk",
-                    Some(sid),
+                    splace.parent,
                     splace.file_base,
                     0,
-                    "no wrapper pointer could be used; walking .hip_fatbin sequentially".into(),
+                    format!("no wrapper pointer could be used; walking {name} sequentially"),
                 );
             }
             self.walk_sequentially(data, splace);
-            return Ok(());
+        } else {
+            self.bundles_at(data, starts, splace, true);
         }
-        self.bundles_at(data, &starts, splace, true);
-        Ok(())
     }
 
     /// Reads the bundles starting at `starts` (offsets in `data`, which holds the fat binary
@@ -723,16 +896,19 @@ impl Walker<'_, '_> {
     /// no wrapper points to.
     fn bundles_at(&mut self, data: &[u8], starts: &BTreeSet<u64>, place: Place, probe: bool) {
         let b = Bytes::new(data);
-        let mut queue: Vec<u64> = starts.iter().copied().collect();
+        // A deque: a hostile wrapper table gives one start per 24 bytes of the file, and taking
+        // each from the front of a Vec would make the walk quadratic.
+        let mut queue: VecDeque<u64> = starts.iter().copied().collect();
         let mut done = BTreeSet::new();
         let mut index = 0;
-        while let Some(pos) = queue.first().copied() {
-            queue.remove(0);
+        while let Some(pos) = queue.pop_front() {
             if !done.insert(pos) {
                 continue;
             }
             let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
-            let slice = b.read_at(pos, limit - pos).unwrap_or_default();
+            let slice = b
+                .read_at(pos, limit.saturating_sub(pos))
+                .unwrap_or_default();
             let end = self.bundle_or_ccob(slice, place, pos, index);
             index += 1;
             if let (true, Some(end)) = (probe, end) {
@@ -742,7 +918,7 @@ impl Walker<'_, '_> {
                     && !starts.contains(&next)
                 {
                     self.diag(Severity::Warning, "unreferenced-bundle", place.parent, place.file_base, next, "a bundle here is not referenced by any .hipFatBinSegment wrapper; read anyway".into());
-                    queue.insert(0, next);
+                    queue.push_front(next);
                 }
             }
         }

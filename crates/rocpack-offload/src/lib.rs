@@ -1,6 +1,7 @@
 //! Finds and decodes every container of AMD GPU code in a file: clang offload bundles
-//! (plain and compressed), `.hip_fatbin` sections of host ELF files, `-fgpu-rdc` offload
-//! sections, `.llvm.offloading` OffloadBinaries, static archives and bare code objects.
+//! (plain and compressed), `.hip_fatbin` sections of host ELF files and Windows PE images,
+//! `-fgpu-rdc` offload sections, `.llvm.offloading` OffloadBinaries, static archives and bare
+//! code objects.
 //!
 //! ```
 //! use rocpack_offload::{inspect, Options};
@@ -23,6 +24,7 @@ pub mod error;
 mod inspect;
 pub mod model;
 pub mod offload_binary;
+pub mod pe;
 
 pub use entry_id::EntryId;
 pub use error::{FormatError, Kind};

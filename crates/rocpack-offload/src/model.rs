@@ -18,7 +18,16 @@ pub enum ContainerKind {
         /// Whether the file has section headers.
         section_headers: bool,
     },
-    /// An ELF section that holds device code.
+    /// A Windows PE image (executable or DLL).
+    HostPe {
+        /// `IMAGE_FILE_HEADER.Machine`: 0x8664 (34404) x86-64, 0xaa64 ARM64, 0x14c i386.
+        machine: u16,
+        /// PE32+ (64-bit) rather than PE32.
+        pe32_plus: bool,
+        /// A DLL (`IMAGE_FILE_DLL`) rather than an executable.
+        dll: bool,
+    },
+    /// An ELF or PE section that holds device code.
     Section {
         /// Section name.
         name: String,
@@ -92,6 +101,7 @@ impl Container {
     pub fn label(&self) -> String {
         match &self.kind {
             ContainerKind::HostElf { .. } => "elf".into(),
+            ContainerKind::HostPe { .. } => "pe".into(),
             ContainerKind::Section { name } => name.clone(),
             ContainerKind::OffloadSections => "__CLANG_OFFLOAD_BUNDLE__ sections".into(),
             ContainerKind::Archive { thin: true } => "thin archive".into(),
@@ -253,7 +263,9 @@ impl Inspection {
         let labels: Vec<String> = chain
             .iter()
             .filter(|c| match c.kind {
-                ContainerKind::HostElf { .. } | ContainerKind::Archive { .. } => false,
+                ContainerKind::HostElf { .. }
+                | ContainerKind::HostPe { .. }
+                | ContainerKind::Archive { .. } => false,
                 // The bundle inside a CCOB is named by the CCOB's label already.
                 ContainerKind::Bundle { .. } => !c
                     .parent
@@ -276,7 +288,9 @@ impl Inspection {
             c.file_offset.filter(|_| {
                 !matches!(
                     c.kind,
-                    ContainerKind::HostElf { .. } | ContainerKind::Archive { .. }
+                    ContainerKind::HostElf { .. }
+                        | ContainerKind::HostPe { .. }
+                        | ContainerKind::Archive { .. }
                 )
             })
         })

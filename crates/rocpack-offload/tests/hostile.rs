@@ -487,6 +487,33 @@ fn truncation_sweep(files: &[(String, Arc<[u8]>)]) {
     );
 }
 
+/// The Windows images of tests/fixtures/pe (made by make-pe-fixtures.sh).
+fn pe_fixtures() -> Vec<(String, Arc<[u8]>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pe");
+    let mut out: Vec<(String, Arc<[u8]>)> = std::fs::read_dir(&dir)
+        .expect("tests/fixtures/pe")
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            (name.ends_with(".dll") || name.ends_with(".exe"))
+                .then(|| (name, Arc::from(std::fs::read(&p).unwrap())))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(out.len(), 6, "expected the six PE fixtures");
+    out
+}
+
+#[test]
+fn truncated_pe_images() {
+    truncation_sweep(&pe_fixtures());
+}
+
+#[test]
+fn random_mutations_pe_images() {
+    flip_run(0x2545_f491_4f6c_dd1d, 6_000, &pe_fixtures());
+}
+
 #[test]
 fn truncated_small_fixtures() {
     let files: Vec<_> = fixtures()
@@ -1416,6 +1443,100 @@ fn bug_self_referential_bundle_entries_explode_exponentially() {
         r.containers.len(),
         r.diagnostics.len()
     );
+}
+
+/// A minimal PE32+ image: `sections` as (name, RVA, raw data), laid out after the headers with
+/// no base relocations, ImageBase 0x180000000.
+fn pe_image(sections: &[(&[u8], u32, Vec<u8>)]) -> Vec<u8> {
+    let n = sections.len();
+    let headers = 0x40 + 4 + 20 + 0xf0 + 40 * n;
+    let mut d = vec![0u8; headers];
+    d[..2].copy_from_slice(b"MZ");
+    put_u32(&mut d, 0x3c, 0x40);
+    d[0x40..0x44].copy_from_slice(b"PE\0\0");
+    put_u16(&mut d, 0x44, 0x8664);
+    put_u16(&mut d, 0x46, u16::try_from(n).unwrap());
+    put_u16(&mut d, 0x54, 0xf0); // SizeOfOptionalHeader
+    put_u16(&mut d, 0x56, 0x2022); // executable image, large address aware, DLL
+    let opt = 0x58;
+    put_u16(&mut d, opt, 0x20b);
+    put_u64(&mut d, opt + 24, 0x1_8000_0000);
+    put_u32(&mut d, opt + 32, 0x1000); // SectionAlignment
+    put_u32(&mut d, opt + 36, 0x200); // FileAlignment
+    put_u32(&mut d, opt + 108, 16); // NumberOfRvaAndSizes
+    let mut raw = Vec::new();
+    for (i, (name, rva, bytes)) in sections.iter().enumerate() {
+        let h = opt + 0xf0 + 40 * i;
+        d[h..h + name.len()].copy_from_slice(name);
+        put_u32(&mut d, h + 8, u32::try_from(bytes.len()).unwrap());
+        put_u32(&mut d, h + 12, *rva);
+        put_u32(&mut d, h + 16, u32::try_from(bytes.len()).unwrap());
+        put_u32(&mut d, h + 20, u32::try_from(headers + raw.len()).unwrap());
+        put_u32(&mut d, h + 36, 0x4000_0040); // initialized data, readable
+        raw.extend_from_slice(bytes);
+    }
+    d.extend(raw);
+    d
+}
+
+/// PE without `.hip_fat`: every wrapper is followed into the section holding its target. 100,000
+/// wrappers and 60,000 sections must not cost a section search per wrapper.
+#[test]
+fn bug_pe_wrapper_targets_searched_per_section_are_quadratic() {
+    let sections_n = 60_000u32;
+    let wrappers_n = 100_000u32;
+    let mut wrappers = Vec::new();
+    for i in 0..wrappers_n {
+        wrappers.extend(pe_wrapper_magic());
+        // Each points into one of the last sections, which hold no bundle.
+        let rva = 0x1000 * (sections_n - 1 - i % 16) + 8;
+        wrappers.extend((0x1_8000_0000u64 + u64::from(rva)).to_le_bytes());
+        wrappers.extend([0u8; 8]);
+    }
+    let mut secs: Vec<(&[u8], u32, Vec<u8>)> = vec![(b".hipFatB", 0x1000, wrappers)];
+    for i in 1..sections_n {
+        secs.push((b".rdata", 0x1000 * (i + 1), vec![1u8; 16]));
+    }
+    let data = arc(pe_image(&secs));
+    let guard = Guard::new();
+    let r = guard.inspect(
+        &|| format!("{}-byte PE with {sections_n} sections", data.len()),
+        &data,
+        data.len(),
+        Opts::Default,
+    );
+    assert!(r.has_errors(), "{:?}", codes(&r).first());
+}
+
+/// 200,000 wrappers pointing at 200,000 places of `.hip_fat`, none holding a bundle: each start
+/// is read once and reported, in linear time.
+#[test]
+fn bug_pe_many_wrapper_starts_are_quadratic() {
+    let n = 200_000u32;
+    let mut wrappers = Vec::new();
+    for i in 0..n {
+        wrappers.extend(pe_wrapper_magic());
+        wrappers.extend((0x1_8000_0000u64 + 0x10_0000 + u64::from(i) * 16).to_le_bytes());
+        wrappers.extend([0u8; 8]);
+    }
+    let fatbin = vec![0x55u8; n as usize * 16];
+    let data = arc(pe_image(&[
+        (b".hipFatB", 0x1000, wrappers),
+        (b".hip_fat", 0x10_0000, fatbin),
+    ]));
+    let guard = Guard::new();
+    let r = guard.inspect(
+        &|| format!("{}-byte PE with {n} wrappers", data.len()),
+        &data,
+        data.len(),
+        Opts::Default,
+    );
+    assert!(r.has_errors());
+    assert!(r.code_objects.is_empty());
+}
+
+fn pe_wrapper_magic() -> [u8; 8] {
+    rocpack_offload::pe::WRAPPER_MAGIC
 }
 
 #[test]

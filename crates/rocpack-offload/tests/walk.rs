@@ -192,3 +192,58 @@ fn stripped_non_pie_executable_is_read_through_read_only_wrappers() {
     assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
     assert_eq!(device_targets(&i), ["gfx1030"]);
 }
+
+fn pe_fixture(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/pe")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A zip member stored at an odd offset hands the walk a slice at an odd address: the PE headers
+/// must be read without alignment (they are in `object` only with its `unaligned` feature).
+#[test]
+fn pe_image_at_an_odd_address_reads_the_same() {
+    let data = pe_fixture("two-tu.dll");
+    let mut shifted = vec![0u8; data.len() + 1];
+    shifted[1..].copy_from_slice(&data);
+    let a = inspect(&data, &Options::default());
+    let b = inspect(&shifted[1..], &Options::default());
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert!(b.diagnostics.is_empty(), "{:?}", b.diagnostics);
+    assert_eq!(device_targets(&a), ["gfx1030", "gfx90a:xnack+", "gfx1100"]);
+    assert_eq!(device_targets(&a), device_targets(&b));
+}
+
+/// The wrapper section of a PE32 image holds 16-byte records; one cut short is reported and the
+/// pointer of the whole record before it is still followed.
+#[test]
+fn pe32_wrappers_are_16_bytes() {
+    let mut data = pe_fixture("gfx1100-pe32.dll");
+    let i = inspect(&data, &Options::default());
+    assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
+    assert_eq!(device_targets(&i), ["gfx1100"]);
+    // .hipFatB: VirtualSize 0x10 in the section header; make it 0x14.
+    let hdr = find(&data, b".hipFatB");
+    assert_eq!(data[hdr + 8..hdr + 12], [0x10, 0, 0, 0]);
+    data[hdr + 8] = 0x14;
+    let i = inspect(&data, &Options::default());
+    assert_eq!(codes(&i), ["wrapper-table-size"]);
+    assert_eq!(device_targets(&i), ["gfx1100"]);
+}
+
+/// Without `.hip_fat` (a linker that merged it into another section), the bundles are read where
+/// the wrappers point.
+#[test]
+fn pe_wrappers_are_followed_into_another_section() {
+    let mut data = pe_fixture("two-tu.dll");
+    let hdr = find(&data, b".hip_fat");
+    data[hdr..hdr + 8].copy_from_slice(b".rdata2\0");
+    let i = inspect(&data, &Options::default());
+    assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
+    assert_eq!(device_targets(&i), ["gfx1030", "gfx90a:xnack+", "gfx1100"]);
+    assert_eq!(
+        i.location(i.code_objects[0].container),
+        ".rdata2 (found through .hipFatB) > bundle #0"
+    );
+}

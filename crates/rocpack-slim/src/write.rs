@@ -90,6 +90,21 @@ fn fault(step: &str) {
     }
 }
 
+/// Test hook: `ROCPACK_FAULT=shrink-source` truncates the source to half its size once the new
+/// file is written, as another process might while rocpack reads it.
+fn shrink_source_requested(src: &File) {
+    if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "shrink-source") {
+        use std::os::fd::AsRawFd;
+        let fd = format!("/proc/self/fd/{}", src.as_raw_fd());
+        if let (Ok(f), Ok(m)) = (
+            std::fs::OpenOptions::new().write(true).open(fd),
+            src.metadata(),
+        ) {
+            let _ = f.set_len(m.len() / 2);
+        }
+    }
+}
+
 fn corrupt_requested() -> bool {
     std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "corrupt")
 }
@@ -206,8 +221,31 @@ pub fn apply(
         e
     };
 
+    // The source must not have changed under us: a file that shrank while it was read gives
+    // zeros from its map (rocpack_scan::map), which the new file must not carry, whether it
+    // replaces the source or goes to -o. Checked before the new file is verified against the
+    // source's bytes (so the error says what happened) and again just before the rename.
+    let unchanged = || -> Result<(), WriteError> {
+        let now = sys::meta(src).map_err(|e| err(format!("cannot stat: {e}")))?;
+        let same_inode = !in_place
+            || std::fs::metadata(dest).ok().is_some_and(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino()) == meta.dev_ino
+            });
+        if now.size != meta.size || now.mtime != meta.mtime || !same_inode {
+            return Err(err(if in_place {
+                "changed while it was being rewritten; not replaced".into()
+            } else {
+                "its source changed while it was being read; not written".into()
+            }));
+        }
+        Ok(())
+    };
+
     fill(src, &tmp, plan).map_err(|e| cleanup(err(format!("writing the new file failed: {e}"))))?;
     fault("after-write");
+    shrink_source_requested(src);
+    unchanged().map_err(cleanup)?;
     if corrupt_requested() {
         corrupt(&tmp, plan);
     }
@@ -225,21 +263,7 @@ pub fn apply(
     sys::fsync(&tmp).map_err(|e| cleanup(err(format!("fsync failed: {e}"))))?;
     fault("after-fsync");
 
-    // The source must not have changed under us.
-    if in_place {
-        let now = sys::meta(src).map_err(|e| cleanup(err(format!("cannot stat: {e}"))))?;
-        let on_disk = std::fs::metadata(dest).ok();
-        let same_inode = on_disk.is_some_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            (m.dev(), m.ino()) == meta.dev_ino
-        });
-        if now.size != meta.size || now.mtime != meta.mtime || !same_inode {
-            return Err(cleanup(err(
-                "changed while it was being rewritten; not replaced".into(),
-            )));
-        }
-    }
-
+    unchanged().map_err(cleanup)?;
     if !is_named {
         sys::link_into(&tmp, &named).map_err(|e| {
             err(format!(

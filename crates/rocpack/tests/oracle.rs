@@ -20,6 +20,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -45,7 +46,16 @@ impl Fixture {
 }
 
 fn manifest() -> Vec<Fixture> {
-    let text = std::fs::read_to_string(fixtures_dir().join("manifest.tsv")).unwrap();
+    manifest_at("manifest.tsv")
+}
+
+/// The Windows images of tests/fixtures/pe (made by make-pe-fixtures.sh).
+fn pe_manifest() -> Vec<Fixture> {
+    manifest_at("pe/manifest.tsv")
+}
+
+fn manifest_at(rel: &str) -> Vec<Fixture> {
+    let text = std::fs::read_to_string(fixtures_dir().join(rel)).unwrap();
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
@@ -77,6 +87,7 @@ const KNOWN_KINDS: &[&str] = &[
     "bundle",
     "ccob",
     "code-object",
+    "pe",
 ];
 
 // ------------------------------------------------------------------------------------------------
@@ -371,21 +382,43 @@ fn fatbin_groups(
         starts.insert(sec_off);
     }
 
-    // Independent check of the start set: magics at 4096-aligned offsets.
+    section_blobs(
+        ctx,
+        &name,
+        ".hip_fatbin",
+        &fb,
+        &starts,
+        base + fatbin.offset,
+        label_prefix,
+    )
+}
+
+/// The blobs of a dumped fat binary section `fb` (named `section`, at file offset `file_base`),
+/// starting at the offsets the wrappers give: the start set is first checked against a scan for
+/// bundle/CCOB magics at 4096-aligned offsets, then each blob is cut to its own length (bundle: its
+/// header's largest offset + size; CCOB v2/v3: TotalFileSize; v1: the next start) and listed.
+fn section_blobs(
+    ctx: &mut Ctx,
+    name: &str,
+    section: &str,
+    fb: &[u8],
+    starts: &BTreeSet<u64>,
+    file_base: u64,
+    label_prefix: &str,
+) -> Vec<Group> {
     let scanned: BTreeSet<u64> = (0..fb.len())
         .step_by(4096)
         .filter(|&o| fb[o..].starts_with(BUNDLE_MAGIC) || parse_ccob_header(&fb[o..]).is_some())
         .map(|o| o as u64)
         .collect();
     assert_eq!(
-        starts, scanned,
-        "{name}: wrapper pointers and the 4096-aligned magic scan of .hip_fatbin disagree"
+        *starts, scanned,
+        "{name}: wrapper pointers and the 4096-aligned magic scan of {section} disagree"
     );
-
-    let starts: Vec<u64> = starts.into_iter().collect();
+    let starts: Vec<u64> = starts.iter().copied().collect();
     let mut groups = Vec::new();
     for (i, &s) in starts.iter().enumerate() {
-        let next = starts.get(i + 1).copied().unwrap_or(fatbin.size) as usize;
+        let next = starts.get(i + 1).map_or(fb.len(), |&n| n as usize);
         let s = s as usize;
         let end = if fb[s..].starts_with(BUNDLE_MAGIC) {
             s + bundle_end(&parse_bundle_header(&fb[s..next])) as usize
@@ -396,12 +429,12 @@ fn fatbin_groups(
         assert!(end <= next, "{name}: bundle {i} overlaps the next one");
         let mut g = blob_group(
             ctx,
-            format!("{name} .hip_fatbin+{s:#x}"),
+            format!("{name} {section}+{s:#x}"),
             &fb[s..end],
-            Some(base + fatbin.offset + s as u64),
+            Some(file_base + s as u64),
             label_prefix,
         );
-        g.label_prefix = format!("{label_prefix}.hip_fatbin");
+        g.label_prefix = format!("{label_prefix}{section}");
         g.label_contains = Some(format!("bundle #{i}"));
         groups.push(g);
     }
@@ -562,6 +595,83 @@ fn offloading_groups(obj: &Path, data: &[u8], base: u64, label_prefix: &str) -> 
     }
     assert_eq!(images.len(), index, "{name}: image count vs llvm-objdump");
     groups
+}
+
+/// The bundles in `.hip_fat` of a Windows PE image, found through its `.hipFatB` wrappers.
+///
+/// Independently of rocpack: sections, image base and base relocations from `llvm-readobj-19`, both
+/// sections dumped with `llvm-objcopy-19`, each wrapper pointer taken as the address at the preferred
+/// image base (`pointer - ImageBase` is the RVA; the loader's base relocation, a DIR64 in PE32+ or a
+/// HIGHLOW in PE32, must cover the field whenever the image has any), then [`section_blobs`].
+fn pe_groups(ctx: &mut Ctx, path: &Path, data: &[u8]) -> Vec<Group> {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let img = readobj_pe(path);
+    let Some(fatbin) = img.section(".hip_fat").cloned() else {
+        return Vec::new();
+    };
+    let seg = img
+        .section(".hipFatB")
+        .cloned()
+        .unwrap_or_else(|| panic!("{name}: .hip_fat without .hipFatB"));
+    let fb_path = ctx.path(&format!("{name}.hip_fat"));
+    let seg_path = ctx.path(&format!("{name}.hipFatB"));
+    let junk = ctx.path("objcopy-out");
+    run_ok(
+        llvm("llvm-objcopy-19")
+            .arg(format!("--dump-section=.hip_fat={}", fb_path.display()))
+            .arg(format!("--dump-section=.hipFatB={}", seg_path.display()))
+            .arg(path)
+            .arg(&junk),
+    );
+    let fb = std::fs::read(&fb_path).unwrap();
+    let segb = std::fs::read(&seg_path).unwrap();
+    assert_eq!(
+        fb.len() as u64,
+        fatbin.virtual_size.min(fatbin.raw_size),
+        "{name}: dumped .hip_fat size vs min(VirtualSize, RawDataSize)"
+    );
+    let fo = fatbin.raw_offset as usize;
+    assert!(
+        data.len() >= fo + fb.len() && data[fo..fo + fb.len()] == fb[..],
+        "{name}: .hip_fat dumped by llvm-objcopy differs from the file bytes at PointerToRawData {fo:#x}"
+    );
+    let (record, reloc_type) = if img.pe32_plus {
+        (24, "DIR64")
+    } else {
+        (16, "HIGHLOW")
+    };
+    assert_eq!(segb.len() % record, 0, "{name}: .hipFatB size");
+    let mut starts = BTreeSet::new();
+    for w in 0..segb.len() / record {
+        let at = w * record;
+        assert_eq!(le32(&segb, at), HIPF_MAGIC, "{name}: wrapper {w} magic");
+        assert_eq!(le32(&segb, at + 4), 1, "{name}: wrapper {w} version");
+        let ptr = if img.pe32_plus {
+            le64(&segb, at + 8)
+        } else {
+            u64::from(le32(&segb, at + 8))
+        };
+        let field = seg.rva + (at + 8) as u64;
+        let reloc = img.base_relocs.iter().find(|(_, a)| *a == field);
+        if img.base_relocs.is_empty() {
+            assert!(reloc.is_none(), "{name}: wrapper {w}");
+        } else {
+            assert_eq!(
+                reloc.map(|(t, _)| t.as_str()),
+                Some(reloc_type),
+                "{name}: wrapper {w}: base relocation at RVA {field:#x}"
+            );
+        }
+        let off = ptr
+            .checked_sub(img.image_base + fatbin.rva)
+            .unwrap_or_else(|| panic!("{name}: wrapper {w} points before .hip_fat"));
+        assert!(
+            off < fb.len() as u64,
+            "{name}: wrapper {w} points past .hip_fat"
+        );
+        starts.insert(off);
+    }
+    section_blobs(ctx, &name, ".hip_fat", &fb, &starts, fatbin.raw_offset, "")
 }
 
 /// All groups of a relocatable/linked host ELF, whatever kind of device code it carries.
@@ -1044,6 +1154,14 @@ fn check_fixture(path: &Path, kind: &str) -> (Vec<Value>, Vec<Vec<u8>>) {
             let groups = elf_groups(&mut ctx, &original, &data, 0, "");
             match_groups(&file, &data, &rows, &groups)
         }
+        "pe" => {
+            let groups = pe_groups(&mut ctx, path, &data);
+            assert!(
+                !groups.is_empty(),
+                "{file}: no device code found by the oracle"
+            );
+            match_groups(&file, &data, &rows, &groups)
+        }
         "bundle" => {
             let g = blob_group(&mut ctx, file.clone(), &data, Some(0), "");
             assert_eq!(
@@ -1137,8 +1255,13 @@ fn check_kinds(kinds: &[&str]) {
         .filter(|f| kinds.contains(&f.kind.as_str()))
         .collect();
     assert!(!fixtures.is_empty(), "no fixtures of kinds {kinds:?}");
+    check_all(&fixtures);
+}
+
+/// Runs `check_fixture` over `fixtures`; reports all failures at once.
+fn check_all(fixtures: &[Fixture]) {
     let mut failures = Vec::new();
-    for f in &fixtures {
+    for f in fixtures {
         let r = catch_unwind(AssertUnwindSafe(|| check_fixture(&f.path(), &f.kind)));
         if let Err(e) = r {
             let msg = e
@@ -1180,6 +1303,98 @@ fn manifest_lists_every_fixture_with_a_known_kind() {
         );
         assert!(f.path().is_file(), "{} missing", f.rel);
     }
+}
+
+#[test]
+fn pe_manifest_lists_every_image() {
+    let m = pe_manifest();
+    let listed: BTreeSet<String> = m.iter().map(|f| f.name().to_owned()).collect();
+    let on_disk: BTreeSet<String> = std::fs::read_dir(fixtures_dir().join("pe"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".dll") || n.ends_with(".exe"))
+        .collect();
+    assert_eq!(listed, on_disk, "pe/manifest.tsv vs tests/fixtures/pe");
+    assert!(m.iter().all(|f| f.kind == "pe"), "{m:?}");
+}
+
+#[test]
+fn pe_images_match_llvm() {
+    check_all(&pe_manifest());
+}
+
+/// The Windows DLLs of a real wheel, each against the whole oracle, and `list` on the wheel in
+/// place against the DLLs on their own. `dlls`: (member, the device targets it holds).
+fn check_real_wheel_dlls(wheel: &Path, dlls: &[(&str, &[&str])]) {
+    let ctx = &mut Ctx::new();
+    let in_place = list_all(wheel, false);
+    for (member, targets) in dlls {
+        let dll = ctx.path(member);
+        run_ok(
+            Command::new("python3")
+                .args([
+                    "-c",
+                    "import sys, zipfile\n\
+                     open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))",
+                ])
+                .arg(wheel)
+                .arg(member)
+                .arg(&dll),
+        );
+        let (rows, _) = check_fixture(&dll, "pe");
+        let device: Vec<&str> = rows
+            .iter()
+            .filter(|r| !get_bool(r, "host"))
+            .map(|r| {
+                assert_eq!(get_str(r, "container"), ".hip_fat > bundle #0", "{member}");
+                get_str(r, "target")
+            })
+            .collect();
+        assert_eq!(device, *targets, "{member}");
+        let name = format!("{}!/{member}", wheel.display());
+        let mine: Vec<Value> = in_place
+            .iter()
+            .filter(|r| get_str(r, "file") == name)
+            .cloned()
+            .collect();
+        assert_same_rows_in_place(&mine, &rows);
+    }
+}
+
+/// hip-quant 0.4.3 (PyPI, py3-none-any) ships `hip_quant/hip_quantize.dll`, a Windows DLL built
+/// with the HIP SDK (link.exe: `.hip_fat`, `.hipFatB`, one gfx1201 code object).
+#[test]
+fn real_hip_quant_0_4_3_wheel_dll_matches_llvm() {
+    let wheel = fetch_wheel("hip-quant", "0.4.3", "hip_quant-0.4.3-py3-none-any.whl");
+    check_real_wheel_dlls(&wheel, &[("hip_quant/hip_quantize.dll", &["gfx1201"])]);
+}
+
+/// hip-quant 0.4.7's win_amd64 wheel: two DLLs (built against two ROCm releases), four and eight
+/// targets in one bundle each.
+#[test]
+fn real_hip_quant_0_4_7_win_amd64_dlls_match_llvm() {
+    let wheel = fetch_wheel(
+        "hip-quant",
+        "0.4.7",
+        "hip_quant-0.4.7-cp311-cp311-win_amd64.whl",
+    );
+    let data = "hip_quant-0.4.7.data/purelib/hip_quant";
+    check_real_wheel_dlls(
+        &wheel,
+        &[
+            (
+                &format!("{data}/hip_quantize.dll"),
+                &["gfx1200", "gfx1201", "gfx90a", "gfx942"],
+            ),
+            (
+                &format!("{data}/hip_quantize_rocm721.dll"),
+                &[
+                    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1200", "gfx1201", "gfx90a",
+                    "gfx942",
+                ],
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -650,6 +650,57 @@ fn a_new_file_that_fails_verification_never_replaces_the_original() {
     }
 }
 
+/// A source that shrinks while it is being rewritten (its map then reads zeros where the file
+/// was cut) never yields a new file: neither in place nor with -o.
+#[test]
+fn a_source_that_shrinks_while_being_rewritten_yields_no_file() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    copy_fixtures(&["lib3tu-lld.so"], dir);
+    let p = dir.join("lib3tu-lld.so");
+    let out = dir.join("out.so");
+    let (code, _, err) = rocpack_run(
+        &[
+            "strip",
+            "-q",
+            "--keep",
+            "gfx1030",
+            "-o",
+            out.to_str().unwrap(),
+            p.to_str().unwrap(),
+        ],
+        &[("ROCPACK_FAULT", "shrink-source")],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("changed while it was being read"), "{err}");
+    assert!(
+        !out.exists(),
+        "a new file was written from a shrinking source"
+    );
+    assert!(temp_files(dir).is_empty());
+    // In place: the source is left as the other process left it, not replaced.
+    copy_fixtures(&["lib3tu-lld.so"], dir);
+    let (code, _, err) = rocpack_run(
+        &[
+            "strip",
+            "-q",
+            "--keep",
+            "gfx1030",
+            "-i",
+            p.to_str().unwrap(),
+        ],
+        &[("ROCPACK_FAULT", "shrink-source")],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("changed while it was being rewritten"),
+        "{err}"
+    );
+    let original = read(&fixtures_bin().join("lib3tu-lld.so"));
+    assert_eq!(read(&p).len(), original.len() / 2);
+    assert!(temp_files(dir).is_empty());
+}
+
 #[test]
 fn read_only_files_hard_links_and_damaged_files_are_left_alone() {
     let tmp = tempdir();

@@ -139,6 +139,23 @@ fn print_container(
                 }
             )
         }
+        ContainerKind::HostPe {
+            machine,
+            pe32_plus,
+            dll,
+        } => {
+            let m = match machine {
+                0x8664 => "x86-64",
+                0xaa64 => "ARM64",
+                0x14c => "i386",
+                _ => "other machine",
+            };
+            format!(
+                "host PE: {}, {m}, {}",
+                if *dll { "DLL" } else { "executable" },
+                if *pe32_plus { "PE32+" } else { "PE32" }
+            )
+        }
         ContainerKind::Section { name } => format!("section {name}"),
         ContainerKind::OffloadSections => "-fgpu-rdc offload sections".to_owned(),
         ContainerKind::Archive { thin } => format!("{}archive", if *thin { "thin " } else { "" }),
@@ -173,7 +190,9 @@ fn print_container(
     };
     let (at, size) = if matches!(
         c.kind,
-        ContainerKind::HostElf { .. } | ContainerKind::Archive { .. }
+        ContainerKind::HostElf { .. }
+            | ContainerKind::HostPe { .. }
+            | ContainerKind::Archive { .. }
     ) {
         (String::new(), String::new())
     } else {

@@ -864,6 +864,123 @@ pub fn assert_same_bytes(a: &[u8], b: &[u8], what: &str) {
     );
 }
 
+// ------------------------------------------------------------------------------------------------
+// llvm-readobj-19 on PE images
+// ------------------------------------------------------------------------------------------------
+
+/// A PE section as `llvm-readobj-19 --sections` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeSection {
+    pub name: String,
+    pub rva: u64,
+    pub virtual_size: u64,
+    pub raw_offset: u64,
+    pub raw_size: u64,
+}
+
+/// What `llvm-readobj-19 --file-headers --sections --coff-basereloc` says about a PE image.
+#[derive(Debug, Clone)]
+pub struct PeImage {
+    pub image_base: u64,
+    pub pe32_plus: bool,
+    pub sections: Vec<PeSection>,
+    /// Base relocations other than ABSOLUTE padding: (type name, RVA).
+    pub base_relocs: Vec<(String, u64)>,
+}
+
+impl PeImage {
+    pub fn section(&self, name: &str) -> Option<&PeSection> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+}
+
+fn num(s: &str) -> u64 {
+    if s.starts_with("0x") {
+        hex(s)
+    } else {
+        s.parse()
+            .unwrap_or_else(|e| panic!("not a number: {s:?}: {e}"))
+    }
+}
+
+pub fn readobj_pe(path: &Path) -> PeImage {
+    let text = run_ok(
+        llvm("llvm-readobj-19")
+            .arg("--file-headers")
+            .arg("--sections")
+            .arg("--coff-basereloc")
+            .arg(path),
+    );
+    let mut image_base = None;
+    let mut pe32_plus = None;
+    let mut sections = Vec::new();
+    let mut base_relocs = Vec::new();
+    let mut cur: BTreeMap<String, String> = BTreeMap::new();
+    let mut reloc_type = None;
+    for line in text.lines() {
+        let t = line.trim();
+        let Some((k, v)) = t.split_once(": ") else {
+            if t == "}" && cur.contains_key("Name") && cur.contains_key("PointerToRawData") {
+                sections.push(PeSection {
+                    name: cur["Name"].split(' ').next().unwrap().to_owned(),
+                    rva: num(&cur["VirtualAddress"]),
+                    virtual_size: num(&cur["VirtualSize"]),
+                    raw_offset: num(&cur["PointerToRawData"]),
+                    raw_size: num(&cur["RawDataSize"]),
+                });
+                cur.clear();
+            }
+            continue;
+        };
+        match k {
+            "ImageBase" => image_base = Some(num(v)),
+            "Magic" if v == "0x20B" => pe32_plus = Some(true),
+            "Magic" if v == "0x10B" => pe32_plus = Some(false),
+            "Type" => reloc_type = Some(v.to_owned()),
+            "Address" => {
+                let ty = reloc_type.take().expect("Address without Type");
+                if ty != "ABSOLUTE" {
+                    base_relocs.push((ty, num(v)));
+                }
+            }
+            "Name" => {
+                cur.clear();
+                cur.insert(k.to_owned(), v.to_owned());
+            }
+            _ => {
+                cur.insert(k.to_owned(), v.to_owned());
+            }
+        }
+    }
+    PeImage {
+        image_base: image_base.expect("llvm-readobj printed no ImageBase"),
+        pe32_plus: pe32_plus.expect("llvm-readobj printed no PE optional header magic"),
+        sections,
+        base_relocs,
+    }
+}
+
+/// `list --json` rows of a package member read in place against the rows of the same file read
+/// on its own: equal in everything but the file name and file offsets.
+pub fn assert_same_rows_in_place(in_place: &[Value], alone: &[Value]) {
+    assert_eq!(in_place.len(), alone.len(), "{in_place:?}\nvs\n{alone:?}");
+    for (a, b) in in_place.iter().zip(alone) {
+        for k in [
+            "container",
+            "entry_index",
+            "entry_id",
+            "target",
+            "size",
+            "offset",
+            "compressed",
+            "format",
+            "host",
+        ] {
+            assert_eq!(a[k], b[k], "{k}: in place {a}\nvs alone {b}");
+        }
+    }
+}
+
 /// A wheel from PyPI, downloaded once with `pip download --no-deps NAME==VERSION` into
 /// ~/.cache/rocpack-corpus/wheels (or $ROCPACK_CORPUS/wheels); `file` is the wheel's file name,
 /// which pins the platform tag. Panics with "network needed" when pip cannot reach PyPI.
@@ -886,6 +1003,14 @@ pub fn fetch_wheel(name: &str, version: &str, file: &str) -> PathBuf {
     // Into a scratch directory first, so an interrupted download never looks cached.
     let scratch = tempfile::tempdir_in(&dir).unwrap();
     let spec = format!("{name}=={version}");
+    // The platform and Python tags come from the file name (NAME-VER-PY-ABI-PLATFORM.whl), so a
+    // test can ask for a Windows wheel; a pure wheel ("any") is found for any platform.
+    let tags: Vec<&str> = file.trim_end_matches(".whl").rsplit('-').take(3).collect();
+    // A compressed tag set (`manylinux2014_x86_64.manylinux_2_17_x86_64`) names one per dot.
+    let platform = match tags.first().and_then(|t| t.split('.').next()) {
+        Some("any") | None => "manylinux_2_24_x86_64",
+        Some(p) => p,
+    };
     let mut cmd = Command::new("python3");
     cmd.args([
         "-m",
@@ -894,15 +1019,14 @@ pub fn fetch_wheel(name: &str, version: &str, file: &str) -> PathBuf {
         "--no-deps",
         "--disable-pip-version-check",
     ])
-    .args([
-        "--only-binary",
-        ":all:",
-        "--platform",
-        "manylinux_2_24_x86_64",
-    ])
+    .args(["--only-binary", ":all:", "--platform", platform])
     .arg(&spec)
     .arg("-d")
     .arg(scratch.path());
+    // cp311 → --python-version 3.11, for a wheel built for one CPython.
+    if let Some(minor) = tags.get(2).and_then(|t| t.strip_prefix("cp3")) {
+        cmd.args(["--python-version", &format!("3.{minor}")]);
+    }
     let out = output_of(&mut cmd);
     let got = scratch.path().join(file);
     if !out.status.success() || !got.is_file() {
