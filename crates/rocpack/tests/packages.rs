@@ -1091,3 +1091,41 @@ fn librocrand1_deb_read_in_place_checks_like_its_unpacked_tree() {
     );
     assert_same_records(&pkg, &tree, "librocrand1: check --json");
 }
+
+/// Every command that reads packages honours `--max-member` (the option the size error names):
+/// with a limit below the fixtures' sizes, each member with device code is reported as not
+/// inspected instead of being read.
+#[test]
+fn every_package_command_honours_max_member() {
+    let ws = Workspace::new();
+    let pkg = ws.build(Kind::Wheel);
+    let commands: [Vec<&str>; 5] = [
+        vec!["list"],
+        [&["check"][..], &GPUS[..]].concat(),
+        vec!["scan"],
+        vec!["show"],
+        vec!["extract", "--target", "gfx1030", "-o"],
+    ];
+    let out = ws.dir.path().join("extract-out");
+    for args in commands {
+        let mut a: Vec<&OsStr> = vec![OsStr::new("--max-member"), OsStr::new("100")];
+        a.extend(args.iter().map(OsStr::new));
+        if args[0] == "extract" {
+            a.push(out.as_os_str());
+        }
+        a.push(pkg.as_os_str());
+        let r = rocpack(&a);
+        assert!(
+            r.stderr.contains("--max-member"),
+            "{}: exit {}, no member refused by --max-member 100; stderr:\n{}",
+            r.command,
+            r.code,
+            r.stderr
+        );
+        assert_ne!(
+            r.code, 0,
+            "{}: a refused member must show in the exit status",
+            r.command
+        );
+    }
+}

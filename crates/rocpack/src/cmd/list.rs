@@ -57,6 +57,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
     let opts = ScanOptions {
         decompress: args.verify,
         max_decompressed: global.max_decompressed,
+        max_member: global.max_member,
         ..ScanOptions::default()
     };
     let progress = Progress::new(global.quiet);
