@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use anyhow::Result;
-use rocpack_offload::{CodeObject, ImageFormat, Inspection};
+use rocpack_offload::{CodeObject, ContainerKind, ImageFormat, Inspection, Loading};
 use rocpack_scan::{ScanOptions, scan};
 use serde::Serialize;
 
@@ -28,6 +28,7 @@ struct Row<'a> {
     compressed: bool,
     format: ImageFormat,
     host: bool,
+    loading: Loading,
 }
 
 fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
@@ -47,6 +48,7 @@ fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
         compressed: co.compressed,
         format: co.format,
         host: co.host,
+        loading: co.loading,
     }
 }
 
@@ -74,9 +76,18 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
                 serde_json::to_writer(&mut out, &row)?;
                 writeln!(out)?;
             } else {
+                // Code embedded in a host section is marked: the library loads it itself.
+                let embedded = i
+                    .chain(co.container)
+                    .iter()
+                    .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }));
                 rows.push(vec![
                     file.clone(),
-                    row.container,
+                    if embedded {
+                        format!("{} [module]", row.container)
+                    } else {
+                        row.container
+                    },
                     row.entry_id.unwrap_or("-").to_owned(),
                     row.target.unwrap_or_else(|| "-".into()),
                     row.cov.map_or("-".into(), |c| format!("v{c}")),
