@@ -64,12 +64,12 @@ pub enum Magic {
 }
 
 impl Magic {
-    /// `offload bundle`, `compressed offload bundle`, `AMDGPU code object`.
+    /// `an offload bundle`, `a compressed offload bundle`, `an AMDGPU code object`.
     pub fn name(self) -> &'static str {
         match self {
-            Magic::Bundle => "offload bundle",
-            Magic::Ccob => "compressed offload bundle",
-            Magic::CodeObject => "AMDGPU code object",
+            Magic::Bundle => "an offload bundle",
+            Magic::Ccob => "a compressed offload bundle",
+            Magic::CodeObject => "an AMDGPU code object",
         }
     }
 }
@@ -78,7 +78,7 @@ impl Magic {
 const ELF_NEEDLE: &[u8] = b"\x7fELF\x02\x01\x01";
 /// Bytes of the searched data held in memory at a time (read with pread when the file is at
 /// hand, so the pages are copied from the page cache instead of being faulted into the map).
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 << 10;
 /// Bytes a hit needs to be judged by [`census_hit`]; chunks overlap by this much.
 pub const HEAD: usize = 64;
 /// Most entries a bundle hit may claim to be counted (clang writes one per target plus host).
