@@ -128,9 +128,8 @@ pub fn evaluate(lib: &Library, gpu: &Gpu, rules: &Rules) -> Cell {
             // Nothing classified to judge: the verdict cannot say it runs.
             cell.reason = format!("holds {what}; rocpack cannot tell which GPUs it runs on");
         } else {
-            cell.warnings.push(format!(
-                "also holds {what}, not counted in this verdict"
-            ));
+            cell.warnings
+                .push(format!("also holds {what}, not counted in this verdict"));
         }
     }
     cell
@@ -199,9 +198,12 @@ fn evaluate_bundles<'a>(
         };
     };
     let total = counts.total();
-    let kind = match bundle.loading {
-        Loading::Module => format!("module-loaded code {}: ", bundle.location),
-        Loading::Registered => String::new(),
+    // Code embedded in a host file's data is named as such; a file of device code says
+    // what it is by its name already.
+    let kind = if bundle.embedded {
+        format!("module-loaded code {}: ", bundle.location)
+    } else {
+        String::new()
     };
     let reason = if total == 1 {
         format!("{kind}{}", s.reason)
@@ -209,7 +211,11 @@ fn evaluate_bundles<'a>(
         format!(
             "{} of {total} bundles have no code object the loader takes; first: {}{}: {}",
             counts.none,
-            if kind.is_empty() { "" } else { "module-loaded code " },
+            if kind.is_empty() {
+                ""
+            } else {
+                "module-loaded code "
+            },
             bundle.location,
             s.reason
         )
@@ -217,7 +223,11 @@ fn evaluate_bundles<'a>(
         format!(
             "{total} bundles: {}; weakest: {}{}: {}",
             counts.describe(),
-            if kind.is_empty() { "" } else { "module-loaded code " },
+            if kind.is_empty() {
+                ""
+            } else {
+                "module-loaded code "
+            },
             bundle.location,
             s.reason
         )

@@ -68,6 +68,9 @@ pub struct Bundle {
     /// How it is loaded: `registered` (the fat binary the HIP runtime registers) or `module`
     /// (code the library loads itself, such as a bundle embedded in `.rodata`).
     pub loading: Loading,
+    /// Whether it is embedded in a host file's data (`.rodata`, ...), not a file of its own.
+    #[serde(skip)]
+    pub embedded: bool,
     /// For Tensile files: the processor named in the file name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
@@ -217,6 +220,7 @@ pub fn group(results: &[FileResult]) -> Inventory {
                         offset: None,
                         compressed: false,
                         loading: Loading::Module,
+                        embedded: false,
                         arch,
                         entries,
                     }),
@@ -273,6 +277,10 @@ impl Bundle {
             offset: i.bundle_offset_of(co),
             compressed: co.compressed,
             loading: co.loading,
+            embedded: i
+                .chain(co.container)
+                .iter()
+                .any(|c| matches!(c.kind, rocpack_offload::ContainerKind::Embedded { .. })),
             arch: None,
             entries,
         }

@@ -225,8 +225,20 @@ pub fn code_object_extent<'d>(
         }
     };
     let mut extent = 64u64
-        .max(table_end(phoff, phentsize, phnum, 56, "program header table")?)
-        .max(table_end(shoff, shentsize, shnum, 64, "section header table")?);
+        .max(table_end(
+            phoff,
+            phentsize,
+            phnum,
+            56,
+            "program header table",
+        )?)
+        .max(table_end(
+            shoff,
+            shentsize,
+            shnum,
+            64,
+            "section header table",
+        )?);
     if shnum > 0 && shstrndx >= shnum {
         return Err(format!("e_shstrndx {shstrndx} ≥ e_shnum {shnum}"));
     }
@@ -243,7 +255,9 @@ pub fn code_object_extent<'d>(
         let table = read(phoff, phnum * 56);
         let t = Bytes::new(&table);
         for i in 0..phnum {
-            let p = t.sub(i * 56, 56).map_err(|_| "program headers unreadable")?;
+            let p = t
+                .sub(i * 56, 56)
+                .map_err(|_| "program headers unreadable")?;
             grow(
                 &mut extent,
                 p.u64(8).unwrap_or(0),
@@ -256,7 +270,9 @@ pub fn code_object_extent<'d>(
         let table = read(shoff, shnum * 64);
         let t = Bytes::new(&table);
         for i in 0..shnum {
-            let s = t.sub(i * 64, 64).map_err(|_| "section headers unreadable")?;
+            let s = t
+                .sub(i * 64, 64)
+                .map_err(|_| "section headers unreadable")?;
             if s.u32(4).unwrap_or(0) == crate::elf::SHT_NOBITS {
                 continue;
             }

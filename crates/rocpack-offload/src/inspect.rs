@@ -627,9 +627,9 @@ impl Walker<'_, '_> {
                     name: "PT_LOAD".into(),
                     index: i,
                     file_offset: start,
-                    vaddr: elf.load_segment_at_offset(start).map(|p| {
-                        p.vaddr.wrapping_add(start.saturating_sub(p.offset))
-                    }),
+                    vaddr: elf
+                        .load_segment_at_offset(start)
+                        .map(|p| p.vaddr.wrapping_add(start.saturating_sub(p.offset))),
                     data,
                 });
             }
@@ -646,7 +646,9 @@ impl Walker<'_, '_> {
                     continue;
                 }
                 // A section outside the file is reported where it matters; here it is skipped.
-                let Ok(data) = elf.section_data(s) else { continue };
+                let Ok(data) = elf.section_data(s) else {
+                    continue;
+                };
                 ranges.push(ScanRange {
                     name: lossless_string(s.name),
                     index: s.index,
@@ -729,7 +731,17 @@ impl Walker<'_, '_> {
                 match self.embedded_valid(kind, slice, abs) {
                     Ok(extent) => {
                         let symbol = symbols.covering(r, off);
-                        self.embedded_record(kind, slice, extent, r, off, symbol, symbols.table(), parent, place);
+                        self.embedded_record(
+                            kind,
+                            slice,
+                            extent,
+                            r,
+                            off,
+                            symbol,
+                            symbols.table(),
+                            parent,
+                            place,
+                        );
                         off.saturating_add(extent.max(1))
                     }
                     Err(why) => {
