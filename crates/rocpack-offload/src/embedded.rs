@@ -78,7 +78,7 @@ impl Magic {
 const ELF_NEEDLE: &[u8] = b"\x7fELF\x02\x01\x01";
 /// Bytes of the searched data held in memory at a time (read with pread when the file is at
 /// hand, so the pages are copied from the page cache instead of being faulted into the map).
-const CHUNK: usize = 256 << 10;
+const CHUNK: usize = 64 << 10;
 /// Bytes a hit needs to be judged by [`census_hit`]; chunks overlap by this much.
 pub const HEAD: usize = 64;
 /// Most entries a bundle hit may claim to be counted (clang writes one per target plus host).
@@ -150,22 +150,24 @@ pub fn for_each_hit(
     }
 }
 
+/// The bytes of `data` at `pos` (up to `want`): read with pread into `buf`, which is reused
+/// from chunk to chunk, when the file is at hand; else the mapped bytes themselves.
 fn read_chunk<'d>(
     data: &'d [u8],
     pos: u64,
     want: u64,
     base: Option<u64>,
     file: Option<&dyn ReadAt>,
-    buf: &mut Vec<u8>,
-) -> Cow<'d, [u8]> {
+    buf: &'d mut Vec<u8>,
+) -> &'d [u8] {
     let slice = Bytes::new(data).read_at_most(pos, want);
     if let (Some(file), Some(at)) = (file, base.and_then(|b| b.checked_add(pos))) {
         buf.resize(slice.len(), 0);
         if read_exact_at(file, at, buf) {
-            return Cow::Owned(std::mem::take(buf));
+            return buf;
         }
     }
-    Cow::Borrowed(slice)
+    slice
 }
 
 /// The extent of the AMDGPU code object at the start of an `avail`-byte region: the end of its
