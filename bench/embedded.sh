@@ -29,7 +29,7 @@ mkdir -p bench/results
 exec > >(tee "$out") 2>&1
 
 echo "# embedded-code search benchmark, $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# baseline: $base ($(sha256sum "$base" | cut -c1-12)); new: rocpack $(git rev-parse --short HEAD)$(git diff --quiet || echo +changes)"
+echo "# baseline: $base ($(sha256sum "$base" | cut -c1-12)); new: rocpack $(git rev-parse --short HEAD)$(git diff --quiet -- . ":!bench/results" || echo +changes)"
 echo "# list file: $lib"
 printf '# scan dirs:'; printf ' %s' "${dirs[@]}"; echo
 echo
