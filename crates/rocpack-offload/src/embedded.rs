@@ -126,7 +126,7 @@ pub fn for_each_hit(
         let searched_end = pos.saturating_add(CHUNK as u64).min(src.len());
         hits.clear();
         for (kind, finder) in &finders {
-            for at in finder.find_iter(&chunk) {
+            for at in finder.find_iter(chunk) {
                 let abs = pos + at as u64;
                 if abs < searched_end {
                     hits.push((abs, *kind));
