@@ -6,6 +6,7 @@
 use rocpack_amdgpu::TargetId;
 use rocpack_amdgpu::compat::{self, Device, Policy, Rule, Selection, Verdict};
 use rocpack_amdgpu::mach::GfxVersion;
+use rocpack_offload::Loading;
 use serde::Serialize;
 
 use crate::library::{Bundle, Library, LibraryKind};
@@ -46,6 +47,10 @@ pub struct Cell {
     /// The entry chosen in that bundle.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
+    /// The kind of code the verdict rests on (that bundle's): `registered` fat binary or
+    /// `module`-loaded code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loading: Option<Loading>,
     /// Bundles per verdict: native, generic, policy, override, none.
     pub bundles: VerdictCounts,
     /// Warnings, such as an override that crosses ISA families.
@@ -101,14 +106,33 @@ impl VerdictCounts {
 
 /// The verdict for `lib` on `gpu`.
 pub fn evaluate(lib: &Library, gpu: &Gpu, rules: &Rules) -> Cell {
-    match &lib.kind {
+    let mut cell = match &lib.kind {
         LibraryKind::TensileDir {
             component,
             indexed,
             all_arch_index,
         } => evaluate_tensile(lib, component, indexed, *all_arch_index, gpu, rules),
         _ => evaluate_bundles(lib.bundles.iter(), gpu, rules),
+    };
+    if let Some(first) = lib.unclassified.first() {
+        let at = first
+            .offset
+            .map_or(String::new(), |o| format!(" at file offset {o:#x}"));
+        let what = format!(
+            "unclassified GPU code{at} ({} place{} in all; {})",
+            lib.unclassified.len(),
+            if lib.unclassified.len() == 1 { "" } else { "s" },
+            first.message
+        );
+        if cell.bundles.total() == 0 && cell.rule.is_none() {
+            // Nothing classified to judge: the verdict cannot say it runs.
+            cell.reason = format!("holds {what}; rocpack cannot tell which GPUs it runs on");
+        } else {
+            cell.warnings
+                .push(format!("also holds {what}, not counted in this verdict"));
+        }
     }
+    cell
 }
 
 fn select(bundle: &Bundle, gpu: &Gpu, rules: &Rules) -> Option<Selection> {
@@ -168,22 +192,42 @@ fn evaluate_bundles<'a>(
             reason: "no device code objects".into(),
             bundle: None,
             entry: None,
+            loading: None,
             bundles: counts,
             warnings,
         };
     };
     let total = counts.total();
+    // Code embedded in a host file's data is named as such; a file of device code says
+    // what it is by its name already.
+    let kind = if bundle.embedded {
+        format!("module-loaded code {}: ", bundle.location)
+    } else {
+        String::new()
+    };
     let reason = if total == 1 {
-        s.reason.clone()
+        format!("{kind}{}", s.reason)
     } else if s.verdict == Verdict::None {
         format!(
-            "{} of {total} bundles have no code object the loader takes; first: {}: {}",
-            counts.none, bundle.location, s.reason
+            "{} of {total} bundles have no code object the loader takes; first: {}{}: {}",
+            counts.none,
+            if kind.is_empty() {
+                ""
+            } else {
+                "module-loaded code "
+            },
+            bundle.location,
+            s.reason
         )
     } else {
         format!(
-            "{total} bundles: {}; weakest: {}: {}",
+            "{total} bundles: {}; weakest: {}{}: {}",
             counts.describe(),
+            if kind.is_empty() {
+                ""
+            } else {
+                "module-loaded code "
+            },
             bundle.location,
             s.reason
         )
@@ -197,6 +241,7 @@ fn evaluate_bundles<'a>(
             .entry
             .and_then(|i| bundle.entries.get(i))
             .map(|e| e.target.to_string()),
+        loading: Some(bundle.loading),
         bundles: counts,
         warnings,
     }
@@ -226,6 +271,7 @@ fn evaluate_tensile(
                 reason: format!("HSA_OVERRIDE_GFX_VERSION={v} names no processor"),
                 bundle: None,
                 entry: None,
+                loading: None,
                 bundles: VerdictCounts::default(),
                 warnings: Vec::new(),
             };
@@ -262,6 +308,7 @@ fn tensile_for(
             ),
             bundle: None,
             entry: None,
+            loading: None,
             bundles: VerdictCounts::default(),
             warnings: Vec::new(),
         };

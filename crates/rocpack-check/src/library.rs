@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rocpack_amdgpu::TargetId;
-use rocpack_offload::{CodeObject, ImageFormat, Inspection};
+use rocpack_offload::{CodeObject, ImageFormat, Inspection, Loading};
 use rocpack_scan::FileResult;
 use serde::Serialize;
 
@@ -67,6 +67,12 @@ pub struct Bundle {
     pub offset: Option<u64>,
     /// Whether it is a compressed bundle.
     pub compressed: bool,
+    /// How it is loaded: `registered` (the fat binary the HIP runtime registers) or `module`
+    /// (code the library loads itself, such as a bundle embedded in `.rodata`).
+    pub loading: Loading,
+    /// Whether it is embedded in a host file's data (`.rodata`, ...), not a file of its own.
+    #[serde(skip)]
+    pub embedded: bool,
     /// For Tensile files: the processor named in the file name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
@@ -103,13 +109,28 @@ pub struct Library {
     pub bundles: Vec<Bundle>,
     /// Whether reading it hit errors (its verdicts may then be incomplete).
     pub read_errors: bool,
+    /// Places whose bytes start like GPU code (a code object, bundle or CCOB header) that
+    /// does not parse: GPU code rocpack cannot classify.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unclassified: Vec<Unclassified>,
+}
+
+/// GPU code rocpack cannot classify.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unclassified {
+    /// File offset, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// What looks like GPU code there and why it does not parse.
+    pub message: String,
 }
 
 impl Library {
-    /// Whether the library carries GPU code: a bundle with device entries, or a bundle whose
-    /// device entries are all gone (it fails on every GPU, so it is still a GPU library).
+    /// Whether the library carries GPU code: a bundle with device entries, a bundle whose
+    /// device entries are all gone (it fails on every GPU, so it is still a GPU library), or
+    /// GPU code rocpack cannot classify.
     pub fn has_device_code(&self) -> bool {
-        !self.bundles.is_empty()
+        !self.bundles.is_empty() || !self.unclassified.is_empty()
     }
 
     /// Bytes of device code per processor (entries of several features summed).
@@ -167,6 +188,7 @@ pub fn group(results: &[FileResult]) -> Inventory {
                 size: 0,
                 bundles: Vec::new(),
                 read_errors: false,
+                unclassified: Vec::new(),
             });
             lib.size += r.size;
             lib.read_errors |= r.has_errors();
@@ -199,6 +221,8 @@ pub fn group(results: &[FileResult]) -> Inventory {
                         file: path.clone(),
                         offset: None,
                         compressed: false,
+                        loading: Loading::Module,
+                        embedded: false,
                         arch,
                         entries,
                     }),
@@ -210,7 +234,14 @@ pub fn group(results: &[FileResult]) -> Inventory {
             // Unreadable files are reported as errors by the caller.
             continue;
         };
-        if bundles.is_empty() && !inspection.has_errors() {
+        let unclassified: Vec<Unclassified> = inspection
+            .unclassified()
+            .map(|d| Unclassified {
+                offset: d.offset.filter(|_| d.offset_in_file),
+                message: d.message.clone(),
+            })
+            .collect();
+        if bundles.is_empty() && unclassified.is_empty() && !inspection.has_errors() {
             continue;
         }
         let kind = match inspection.containers.first().map(|c| &c.kind) {
@@ -226,6 +257,7 @@ pub fn group(results: &[FileResult]) -> Inventory {
             size: r.size,
             bundles,
             read_errors: r.has_errors(),
+            unclassified,
         });
     }
     for (_, mut lib) in tensile {
@@ -247,6 +279,11 @@ impl Bundle {
             file: file.to_owned(),
             offset: i.bundle_offset_of(co),
             compressed: co.compressed,
+            loading: co.loading,
+            embedded: i
+                .chain(co.container)
+                .iter()
+                .any(|c| matches!(c.kind, rocpack_offload::ContainerKind::Embedded { .. })),
             arch: None,
             entries,
         }

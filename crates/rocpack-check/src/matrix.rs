@@ -33,6 +33,10 @@ pub struct Row {
     pub size: u64,
     /// Bundles holding device code.
     pub bundles: usize,
+    /// Of those, bundles of module-loaded code (embedded in a host section, or files).
+    pub module_bundles: usize,
+    /// Places holding GPU code rocpack cannot classify.
+    pub unclassified: usize,
     /// Bytes of device code per processor present.
     pub bytes_per_processor: BTreeMap<String, u64>,
     /// One cell per column.
@@ -163,6 +167,12 @@ fn row(lib: &Library, gpus: &[Gpu], rules: &Rules) -> Row {
         kind: kind_name(&lib.kind),
         size: lib.size,
         bundles: lib.bundles.iter().filter(|b| !b.entries.is_empty()).count(),
+        module_bundles: lib
+            .bundles
+            .iter()
+            .filter(|b| !b.entries.is_empty() && b.loading == rocpack_offload::Loading::Module)
+            .count(),
+        unclassified: lib.unclassified.len(),
         bytes_per_processor: lib.bytes_per_processor(),
         cells: gpus
             .iter()

@@ -9,11 +9,16 @@ use rocpack_bytes::{Bytes, align_up, lossless_string};
 use crate::bundle::{self, BundleHeader};
 use crate::ccob::{self, CcobHeader};
 use crate::elf::{self, Elf, RelocKind};
+use crate::embedded::{self, Magic, NoSymbols, ScanRange, SymbolLookup};
 use crate::entry_id::EntryId;
 use crate::error::{FormatError, Kind};
 use crate::model::{
     CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,
 };
+
+/// Most `unclassified-gpu-code` diagnostics recorded one by one for a file; the rest are
+/// counted in one more.
+const MAX_UNCLASSIFIED: usize = 64;
 use crate::offload_binary;
 use crate::pe::{self, Pe};
 
@@ -61,6 +66,21 @@ impl ReadAt for std::fs::File {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         std::os::unix::fs::FileExt::read_at(self, buf, offset)
     }
+}
+
+/// Fills `buf` from `offset` of `file`; false when the file ends first or a read fails.
+pub(crate) fn read_exact_at(file: &dyn ReadAt, offset: u64, buf: &mut [u8]) -> bool {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read_at(
+            offset.saturating_add(filled as u64),
+            buf.get_mut(filled..).unwrap_or_default(),
+        ) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => filled += n,
+        }
+    }
+    true
 }
 
 /// What to read.
@@ -154,6 +174,7 @@ pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> 
         exhausted: false,
         starts_read: std::cell::RefCell::new(HashMap::new()),
         depth: 0,
+        unclassified: 0,
     };
     let place = Place {
         parent: None,
@@ -163,13 +184,24 @@ pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> 
     if let Err(e) = w.any(data, place) {
         w.diag_err(None, Some(0), e);
     }
+    if w.unclassified > MAX_UNCLASSIFIED {
+        let more = w.unclassified - MAX_UNCLASSIFIED;
+        w.out.diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            code: "unclassified-gpu-code",
+            container: None,
+            offset: None,
+            offset_in_file: false,
+            message: format!("{more} more places whose bytes look like GPU code headers but do not parse (not listed one by one)"),
+        });
+    }
     w.out
 }
 
 /// Where a buffer sits: its container, its offset in the file (when it is file bytes) and
 /// whether it came out of a compressed bundle.
 #[derive(Clone, Copy)]
-struct Place {
+pub(crate) struct Place {
     parent: Option<usize>,
     file_base: Option<u64>,
     compressed: bool,
@@ -193,8 +225,10 @@ impl Place {
     }
 }
 
-struct Walker<'o, 's> {
+pub(crate) struct Walker<'o, 's> {
     opts: &'o Options<'o>,
+    /// Census hits that did not parse, in the whole file.
+    unclassified: usize,
     out: Inspection,
     sink: Option<Sink<'s>>,
     depth: u32,
@@ -242,17 +276,7 @@ impl Walker<'_, '_> {
         let slice = Bytes::new(data).read_at_most(offset, len);
         if let (Some(file), Some(at)) = (self.opts.file, base.and_then(|b| b.checked_add(offset))) {
             let mut buf = vec![0u8; slice.len()];
-            let mut filled = 0;
-            while filled < buf.len() {
-                match file.read_at(
-                    at + filled as u64,
-                    buf.get_mut(filled..).unwrap_or_default(),
-                ) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => filled += n,
-                }
-            }
-            if filled == buf.len() {
+            if read_exact_at(file, at, &mut buf) {
                 return Cow::Owned(buf);
             }
         }
@@ -585,6 +609,7 @@ impl Walker<'_, '_> {
                 Err(e) => self.diag_err(Some(id), place.file_base, e),
             }
         }
+        self.embedded_elf(&elf, id, place);
         Ok(())
     }
 
@@ -739,6 +764,253 @@ impl Walker<'_, '_> {
             self.bundles_at(bytes, &starts, place.at(sid, s.file_offset), false);
         }
         Ok(())
+    }
+
+    /// Searches every other part of a host ELF file for embedded GPU code: the sections with
+    /// file bytes that are not fat binary sections, or without section headers the PT_LOAD
+    /// segments; ranges already read as containers are skipped.
+    fn embedded_elf(&mut self, elf: &Elf<'_>, elf_id: usize, place: Place) {
+        let mut ranges: Vec<ScanRange<'_>> = Vec::new();
+        if elf.sections.is_empty() {
+            for (i, (start, end)) in merged_ranges(
+                &elf.segments
+                    .iter()
+                    .filter(|p| p.p_type == elf::PT_LOAD && p.flags & elf::PF_X == 0)
+                    .copied()
+                    .collect::<Vec<_>>(),
+            )
+            .into_iter()
+            .enumerate()
+            {
+                let data = elf.data.read_at_most(start, end - start);
+                ranges.push(ScanRange {
+                    name: "PT_LOAD".into(),
+                    index: i,
+                    file_offset: start,
+                    vaddr: elf
+                        .load_segment_at_offset(start)
+                        .map(|p| p.vaddr.wrapping_add(start.saturating_sub(p.offset))),
+                    data,
+                });
+            }
+        } else {
+            for s in &elf.sections {
+                if s.index == 0
+                    || s.size == 0
+                    || s.sh_type == elf::SHT_LLVM_OFFLOADING
+                    || s.name == b".hip_fatbin"
+                    || s.name == b".llvm.offloading"
+                    || s.name.starts_with(b"__CLANG_OFFLOAD_BUNDLE__")
+                    || toolchain_section(s)
+                {
+                    continue;
+                }
+                // A section outside the file is reported where it matters; here it is skipped.
+                let Ok(data) = elf.section_data(s) else {
+                    continue;
+                };
+                ranges.push(ScanRange {
+                    name: lossless_string(s.name),
+                    index: s.index,
+                    file_offset: s.offset,
+                    vaddr: (elf.e_type != elf::ET_REL && s.flags & SHF_ALLOC != 0)
+                        .then_some(s.addr),
+                    data,
+                });
+            }
+            // Linkers never overlap sections with bytes, but a hostile file may: search each
+            // byte once.
+            ranges.sort_by_key(|r| r.file_offset);
+            let mut end = 0u64;
+            for r in &mut ranges {
+                if r.file_offset < end {
+                    let cut = end - r.file_offset;
+                    r.data = Bytes::new(r.data).tail(cut).unwrap_or_default();
+                    r.file_offset = end;
+                    r.vaddr = r.vaddr.map(|v| v.wrapping_add(cut));
+                }
+                end = end.max(r.file_offset.saturating_add(r.data.len() as u64));
+            }
+            ranges.retain(|r| !r.data.is_empty());
+        }
+        let mut read: Vec<(u64, u64)> = Vec::new();
+        for c in self.out.containers.iter().skip(elf_id + 1) {
+            if let (Some(at), Some(size), false) = (
+                c.file_offset,
+                c.size,
+                matches!(
+                    c.kind,
+                    ContainerKind::HostElf { .. }
+                        | ContainerKind::Archive { .. }
+                        | ContainerKind::Member { .. }
+                ),
+            ) {
+                read.push((at, at.saturating_add(size)));
+            }
+        }
+        for co in &self.out.code_objects {
+            if let (Some(at), true) = (co.file_offset, co.container.is_some_and(|c| c > elf_id)) {
+                read.push((at, at.saturating_add(co.size)));
+            }
+        }
+        let mut symbols: Box<dyn SymbolLookup + '_> = match ElfSymbols::new(elf) {
+            Some(s) => Box::new(s),
+            None => Box::new(NoSymbols),
+        };
+        self.embedded(&ranges, &read, symbols.as_mut(), elf_id, place);
+    }
+
+    /// Searches `ranges` (offsets relative to `place`'s data) for embedded bundles, CCOBs and
+    /// code objects, skipping the `read` file ranges (absolute), and records each one that
+    /// parses under an [`ContainerKind::Embedded`] child of `parent`. Used for ELF and PE.
+    pub(crate) fn embedded(
+        &mut self,
+        ranges: &[ScanRange<'_>],
+        read: &[(u64, u64)],
+        symbols: &mut dyn SymbolLookup,
+        parent: usize,
+        place: Place,
+    ) {
+        let file = self.opts.file;
+        for r in ranges {
+            let base = place.file_base.and_then(|b| b.checked_add(r.file_offset));
+            embedded::for_each_hit(r.data, base, file, &mut |kind, off, _head| {
+                if self.over_budget() {
+                    return u64::MAX;
+                }
+                let abs = base.and_then(|b| b.checked_add(off));
+                if let Some(end) = abs.and_then(|a| {
+                    read.iter()
+                        .filter(|(s, e)| (*s..*e).contains(&a))
+                        .map(|(_, e)| *e)
+                        .max()
+                }) {
+                    return off.saturating_add(end - abs.unwrap_or(end));
+                }
+                let slice = Bytes::new(r.data).tail(off).unwrap_or_default();
+                match self.embedded_valid(kind, slice, abs) {
+                    Ok(extent) => {
+                        let symbol = symbols.covering(r, off);
+                        self.embedded_record(
+                            kind,
+                            slice,
+                            extent,
+                            r,
+                            off,
+                            symbol,
+                            symbols.table(),
+                            parent,
+                            place,
+                        );
+                        off.saturating_add(extent.max(1))
+                    }
+                    Err(why) => {
+                        self.unclassified += 1;
+                        if self.unclassified <= MAX_UNCLASSIFIED {
+                            self.diag(
+                                Severity::Warning,
+                                "unclassified-gpu-code",
+                                Some(parent),
+                                place.file_base,
+                                r.file_offset.saturating_add(off),
+                                format!("{}: bytes that start like the header of {} but do not parse: {why}", r.name, kind.name()),
+                            );
+                        }
+                        off.saturating_add(1)
+                    }
+                }
+            });
+        }
+    }
+
+    /// The size of the container at the start of `slice` (at file offset `abs`), when it
+    /// parses.
+    fn embedded_valid(&self, kind: Magic, slice: &[u8], abs: Option<u64>) -> Result<u64, String> {
+        match kind {
+            Magic::Bundle => {
+                let h = self.bundle_header(slice, abs).map_err(|e| e.to_string())?;
+                if h.entries.is_empty() {
+                    return Err("a bundle without entries".into());
+                }
+                Ok(h.end())
+            }
+            Magic::Ccob => {
+                let h = CcobHeader::parse(slice).map_err(|e| e.to_string())?;
+                let mut stream = ccob::Stream::new(
+                    h.method,
+                    h.payload(slice),
+                    h.uncompressed_size.min(self.opts.max_decompressed),
+                )
+                .map_err(|e| e.to_string())?;
+                let first = stream
+                    .read_vec(bundle::MAGIC.len() as u64)
+                    .map_err(|e| e.to_string())?;
+                if !first.starts_with(bundle::MAGIC) {
+                    return Err("its payload does not decompress to an offload bundle".into());
+                }
+                match h.total_size {
+                    Some(n) => Ok(n),
+                    None => ccob::v1_payload_len(&h, slice, self.opts.max_decompressed)
+                        .and_then(|n| n.checked_add(h.header_size))
+                        .ok_or_else(|| "the compressed stream does not end in the data".into()),
+                }
+            }
+            Magic::CodeObject => {
+                let read = |o: u64, l: u64| self.peek(slice, abs, o, l);
+                embedded::code_object_extent(&read, slice.len() as u64)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn embedded_record(
+        &mut self,
+        kind: Magic,
+        slice: &[u8],
+        extent: u64,
+        r: &ScanRange<'_>,
+        off: u64,
+        symbol: Option<String>,
+        table: Option<&str>,
+        parent: usize,
+        place: Place,
+    ) {
+        let at = r.file_offset.saturating_add(off);
+        let eid = self.container(
+            Some(parent),
+            ContainerKind::Embedded {
+                section: r.name.clone(),
+                symbol,
+                symbol_table: table.map(str::to_owned),
+                vaddr: r.vaddr.and_then(|v| v.checked_add(off)),
+            },
+            at,
+            place.file_base.and_then(|b| b.checked_add(at)),
+            Some(extent),
+        );
+        let eplace = place.at(eid, at);
+        let result = match kind {
+            Magic::Bundle => self.bundle(slice, eplace, None).map(|_| ()),
+            Magic::Ccob => self.ccob(slice, eplace, None).map(|_| ()),
+            Magic::CodeObject => {
+                let data = Bytes::new(slice).read_at_most(0, extent);
+                self.entry(
+                    eplace,
+                    None,
+                    None,
+                    EntryBytes {
+                        data,
+                        complete: true,
+                    },
+                    extent,
+                    0,
+                );
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            self.diag_err(Some(eid), eplace.file_base, e);
+        }
     }
 
     /// Resolves the pointer in wrapper field at virtual address `field_vaddr` (in-place value
@@ -1571,6 +1843,7 @@ impl Walker<'_, '_> {
             header,
             target,
             metadata: md,
+            loading: self.out.loading(place.parent),
         };
         if bytes.complete {
             if let Some(sink) = self.sink.as_mut() {
@@ -1630,6 +1903,132 @@ impl DynRelocs {
         let wanted = &self.wanted;
         self.read
             .get_or_insert_with(|| elf.dynamic_relocations(wanted))
+    }
+}
+
+const SHF_ALLOC: u64 = 2;
+const SHF_EXECINSTR: u64 = 4;
+
+/// Whether a section holds only what the toolchain writes there (machine code, symbol,
+/// string, relocation and hash tables, unwind and debug information, notes), never bytes a
+/// program addresses as its data: such sections are not searched for embedded GPU code.
+/// Data a library embeds (an array, an `.incbin`) lands in `.rodata`, `.data`,
+/// `.data.rel.ro`, `.lrodata` or a section of its own name, all of which are searched. Skipping
+/// `.text` alone keeps listing a 1.6 GB library within 20 % of its time without the search
+/// (bench/results/embedded-*.txt).
+fn toolchain_section(s: &elf::Section<'_>) -> bool {
+    const SKIP_NAMES: &[&[u8]] = &[
+        b".eh_frame",
+        b".eh_frame_hdr",
+        b".gcc_except_table",
+        b".sframe",
+        b".comment",
+        b".got",
+        b".got.plt",
+        b".gnu_debuglink",
+        b".interp",
+    ];
+    let by_type = matches!(
+        s.sh_type,
+        elf::SHT_NOBITS
+            | elf::SHT_SYMTAB
+            | elf::SHT_DYNSYM
+            | elf::SHT_RELA
+            | elf::SHT_RELR
+            | 3  // SHT_STRTAB
+            | 5  // SHT_HASH
+            | 6  // SHT_DYNAMIC
+            | 7  // SHT_NOTE
+            | 9  // SHT_REL
+            | 14..=18 // init/fini/preinit arrays, groups, extended section indices
+            | 0x6fff_fff6 // SHT_GNU_HASH
+            | 0x6fff_fffd..=0x6fff_ffff // GNU symbol versions
+    );
+    by_type
+        || s.flags & SHF_EXECINSTR != 0
+        || SKIP_NAMES.contains(&s.name)
+        || s.name.starts_with(b".debug")
+        || s.name.starts_with(b".zdebug")
+}
+const STT_SECTION: u8 = 3;
+const STT_FILE: u8 = 4;
+
+/// The symbols of `.symtab` (else `.dynsym`) that have a size, read on first need: which one
+/// covers embedded code.
+struct ElfSymbols<'e, 'a> {
+    elf: &'e Elf<'a>,
+    table: &'e elf::Section<'a>,
+    name: String,
+    /// (section index, st_value, st_size, st_name), sorted; read on first lookup.
+    sorted: Option<Vec<(u16, u64, u64, u32)>>,
+}
+
+impl<'e, 'a> ElfSymbols<'e, 'a> {
+    fn new(elf: &'e Elf<'a>) -> Option<Self> {
+        let table = elf
+            .sections
+            .iter()
+            .find(|s| s.sh_type == elf::SHT_SYMTAB && s.size > 0)
+            .or_else(|| {
+                elf.sections
+                    .iter()
+                    .find(|s| s.sh_type == elf::SHT_DYNSYM && s.size > 0)
+            })?;
+        Some(ElfSymbols {
+            elf,
+            table,
+            name: lossless_string(table.name),
+            sorted: None,
+        })
+    }
+
+    fn read(&self) -> Vec<(u16, u64, u64, u32)> {
+        let data = Bytes::new(self.elf.section_data(self.table).unwrap_or_default());
+        let mut out = Vec::new();
+        for i in 0..data.len() / 24 {
+            let Ok(s) = data.sub(i * 24, 24) else { break };
+            let info = s.u8(4).unwrap_or(0) & 0xf;
+            let size = s.u64(16).unwrap_or(0);
+            let shndx = s.u16(6).unwrap_or(0);
+            if size == 0 || shndx == 0 || info == STT_SECTION || info == STT_FILE {
+                continue;
+            }
+            out.push((shndx, s.u64(8).unwrap_or(0), size, s.u32(0).unwrap_or(0)));
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+impl SymbolLookup for ElfSymbols<'_, '_> {
+    fn table(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+
+    fn covering(&mut self, range: &ScanRange<'_>, offset: u64) -> Option<String> {
+        let section = self.elf.sections.get(range.index)?;
+        // Symbol values are addresses in linked files and section offsets in objects (whose
+        // section addresses are 0).
+        let addr = section.addr.checked_add(offset)?;
+        let shndx = u16::try_from(range.index).ok()?;
+        if self.sorted.is_none() {
+            self.sorted = Some(self.read());
+        }
+        let sorted = self.sorted.as_ref()?;
+        let upto = sorted.partition_point(|&(sh, v, _, _)| (sh, v) <= (shndx, addr));
+        // The innermost symbol starting at or before the address that still covers it.
+        let &(_, _, _, name) = sorted
+            .get(..upto)?
+            .iter()
+            .rev()
+            .take_while(|&&(sh, _, _, _)| sh == shndx)
+            .take(256)
+            .find(|&&(_, v, size, _)| addr - v < size)?;
+        let strtab = self.elf.sections.get(self.table.link as usize)?;
+        let strings = Bytes::new(self.elf.section_data(strtab).ok()?);
+        let tail = strings.tail(u64::from(name)).ok()?;
+        let end = tail.iter().position(|&c| c == 0)?;
+        Some(lossless_string(tail.get(..end)?))
     }
 }
 

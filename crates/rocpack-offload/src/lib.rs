@@ -19,6 +19,7 @@
 pub mod bundle;
 pub mod ccob;
 pub mod elf;
+pub mod embedded;
 pub mod entry_id;
 pub mod error;
 mod inspect;
@@ -33,5 +34,5 @@ pub use inspect::{
     inspect_with, sniff,
 };
 pub use model::{
-    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,
+    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Loading, Severity,
 };

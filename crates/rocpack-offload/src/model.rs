@@ -68,6 +68,20 @@ pub enum ContainerKind {
         /// Index among the bundles of the enclosing `.hip_fatbin`, if any.
         fatbin_index: Option<usize>,
     },
+    /// A bundle, CCOB or code object embedded in another section of a host file (`.rodata`,
+    /// `.data`, ...), found by searching its bytes; code a library loads itself
+    /// (`hipModuleLoadData`).
+    Embedded {
+        /// The section (or segment, without section headers) it lies in.
+        section: String,
+        /// The symbol covering it, when a symbol table names one.
+        symbol: Option<String>,
+        /// The table symbols were looked up in (`.symtab`, `.dynsym`); `None`: the file has no
+        /// symbol table.
+        symbol_table: Option<String>,
+        /// Its virtual address, when the section is mapped.
+        vaddr: Option<u64>,
+    },
     /// One LLVM OffloadBinary.
     OffloadBinary {
         /// Format version 1–3.
@@ -122,6 +136,13 @@ impl Container {
                 None => format!("ccob v{version} {}", method.name()),
             },
             ContainerKind::OffloadBinary { index, .. } => format!("offload binary #{index}"),
+            ContainerKind::Embedded {
+                section, symbol, ..
+            } => match (symbol, self.file_offset) {
+                (Some(sym), _) => format!("{section}:{sym}"),
+                (None, Some(at)) => format!("{section}@{at:#x}"),
+                (None, None) => format!("{section}@+{:#x}", self.offset),
+            },
         }
     }
 }
@@ -138,6 +159,28 @@ pub enum ImageFormat {
     Other,
     /// No bytes (the host placeholder of HIP bundles).
     Empty,
+}
+
+/// How a program gets code to the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loading {
+    /// Part of a host file's fat binary (`.hip_fatbin`, `-fgpu-rdc` sections,
+    /// `.llvm.offloading`), which the HIP runtime registers when the file is loaded.
+    Registered,
+    /// Bytes a program loads itself with `hipModuleLoad`/`hipModuleLoadData`: a code object or
+    /// bundle file, or code embedded in another section of a host file.
+    Module,
+}
+
+impl Loading {
+    /// `registered` or `module`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loading::Registered => "registered",
+            Loading::Module => "module",
+        }
+    }
 }
 
 /// One entry of a bundle / OffloadBinary / section, or a bare code object.
@@ -169,6 +212,8 @@ pub struct CodeObject {
     pub target: Option<TargetId>,
     /// Kernel metadata, when requested and present.
     pub metadata: Option<Metadata>,
+    /// How it is loaded.
+    pub loading: Loading,
 }
 
 impl CodeObject {
@@ -317,6 +362,35 @@ impl Inspection {
                 .code_objects
                 .iter()
                 .any(|co| co.container == Some(id) && co.compressed)
+    }
+
+    /// How code in container `id` is loaded: `module` below an embedded container or outside
+    /// any host file section, `registered` in a fat binary section.
+    pub fn loading(&self, id: Option<usize>) -> Loading {
+        let chain = self.chain(id);
+        if chain
+            .iter()
+            .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }))
+        {
+            Loading::Module
+        } else if chain.iter().any(|c| {
+            matches!(
+                c.kind,
+                ContainerKind::Section { .. } | ContainerKind::OffloadSections
+            )
+        }) {
+            Loading::Registered
+        } else {
+            Loading::Module
+        }
+    }
+
+    /// File offsets of census hits that did not parse as any container (the
+    /// `unclassified-gpu-code` diagnostics).
+    pub fn unclassified(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.code == "unclassified-gpu-code")
     }
 
     /// Whether any error-level diagnostic was recorded.

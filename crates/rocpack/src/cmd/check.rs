@@ -254,9 +254,11 @@ fn print_json(
                     "reason": c.reason,
                     "bundle": c.bundle,
                     "entry": c.entry,
+                    "loading": c.loading,
                     "bundles": c.bundles,
                     "warnings": c.warnings,
                     "read_errors": lib.read_errors,
+                    "unclassified": lib.unclassified,
                 }),
             )?;
             writeln!(out)?;

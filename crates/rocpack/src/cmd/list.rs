@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use anyhow::Result;
-use rocpack_offload::{CodeObject, ImageFormat, Inspection};
+use rocpack_offload::{CodeObject, ContainerKind, ImageFormat, Inspection, Loading};
 use rocpack_scan::{ScanOptions, scan};
 use serde::Serialize;
 
@@ -30,6 +30,7 @@ struct Row<'a> {
     format: ImageFormat,
     host: bool,
     amd_gpu: bool,
+    loading: Loading,
 }
 
 fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
@@ -50,6 +51,7 @@ fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
         format: co.format,
         host: co.host,
         amd_gpu: co.is_amd_gpu(),
+        loading: co.loading,
     }
 }
 
@@ -85,9 +87,18 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
                 serde_json::to_writer(&mut out, &row)?;
                 writeln!(out)?;
             } else {
+                // Code embedded in a host section is marked: the library loads it itself.
+                let embedded = i
+                    .chain(co.container)
+                    .iter()
+                    .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }));
                 rows.push(vec![
                     file.clone(),
-                    row.container,
+                    if embedded {
+                        format!("{} [module]", row.container)
+                    } else {
+                        row.container
+                    },
                     row.entry_id.unwrap_or("-").to_owned(),
                     row.target.unwrap_or_else(|| "-".into()),
                     row.cov.map_or("-".into(), |c| format!("v{c}")),

@@ -210,6 +210,7 @@ fn print_json(
                         "verdict": cell.verdict,
                         "rule": cell.rule,
                         "reason": cell.reason,
+                        "loading": cell.loading,
                     }),
                 )
             })
@@ -223,6 +224,8 @@ fn print_json(
                 "library_kind": r.kind,
                 "size": r.size,
                 "bundles": r.bundles,
+                "module_bundles": r.module_bundles,
+                "unclassified": r.unclassified,
                 "bytes_per_processor": r.bytes_per_processor,
                 "read_errors": r.read_errors,
                 "verdicts": cells,

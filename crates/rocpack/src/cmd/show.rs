@@ -187,6 +187,19 @@ fn print_container(
         ContainerKind::OffloadBinary { version, index } => {
             format!("OffloadBinary #{index}, version {version}")
         }
+        ContainerKind::Embedded {
+            section,
+            symbol,
+            symbol_table,
+            ..
+        } => format!(
+            "embedded in {section}, {}, loaded as a module",
+            match (symbol, symbol_table) {
+                (Some(s), Some(t)) => format!("symbol {s} ({t})"),
+                (None, Some(t)) => format!("no {t} symbol covers it"),
+                _ => "no symbol table".to_owned(),
+            }
+        ),
     };
     let (at, size) = if matches!(
         c.kind,
