@@ -722,47 +722,50 @@ impl Walker<'_, '_> {
             }
             let splace = place.at(sid, fb.file_offset);
             self.read_fatbin(bytes, &starts, !records.is_empty(), &fb.name, splace);
-            return Ok(());
-        }
-        // No section by the fat binary's name (merged into another by the linker): read the
-        // bundles where the wrappers point, section by section.
-        let mut by_section: BTreeMap<usize, BTreeSet<u64>> = BTreeMap::new();
-        for r in records {
-            let hit = r.target.as_ref().ok().and_then(|&(rva, _)| {
-                let s = image.section_containing(rva)?;
-                Some((s.index, rva - u64::from(s.rva)))
-            });
-            match hit {
-                Some((index, off)) => {
-                    by_section.entry(index).or_default().insert(off);
+        } else {
+            // No section by the fat binary's name (merged into another by the linker): read the
+            // bundles where the wrappers point, section by section.
+            let mut by_section: BTreeMap<usize, BTreeSet<u64>> = BTreeMap::new();
+            for r in records {
+                let hit = r.target.as_ref().ok().and_then(|&(rva, _)| {
+                    let s = image.section_containing(rva)?;
+                    Some((s.index, rva - u64::from(s.rva)))
+                });
+                match hit {
+                    Some((index, off)) => {
+                        by_section.entry(index).or_default().insert(off);
+                    }
+                    None => self.diag(
+                        Severity::Warning,
+                        "wrapper-outside-fatbin",
+                        Some(id),
+                        place.file_base,
+                        r.file_offset,
+                        unresolved(r, "every section"),
+                    ),
                 }
-                None => self.diag(
-                    Severity::Warning,
-                    "wrapper-outside-fatbin",
+            }
+            let via = wrappers.as_ref().map_or("", |(ws, _)| ws.name.as_str());
+            for (index, starts) in by_section {
+                let Some(s) = image.sections.get(index) else {
+                    continue;
+                };
+                let (bytes, _) = image.section_data(s);
+                let sid = self.container(
                     Some(id),
-                    place.file_base,
-                    r.file_offset,
-                    unresolved(r, "every section"),
-                ),
+                    ContainerKind::Section {
+                        name: format!("{} (found through {via})", s.name),
+                    },
+                    s.file_offset,
+                    place.file_base.and_then(|b| b.checked_add(s.file_offset)),
+                    Some(s.file_size),
+                );
+                self.bundles_at(bytes, &starts, place.at(sid, s.file_offset), false);
             }
         }
-        let via = wrappers.as_ref().map_or("", |(ws, _)| ws.name.as_str());
-        for (index, starts) in by_section {
-            let Some(s) = image.sections.get(index) else {
-                continue;
-            };
-            let (bytes, _) = image.section_data(s);
-            let sid = self.container(
-                Some(id),
-                ContainerKind::Section {
-                    name: format!("{} (found through {via})", s.name),
-                },
-                s.file_offset,
-                place.file_base.and_then(|b| b.checked_add(s.file_offset)),
-                Some(s.file_size),
-            );
-            self.bundles_at(bytes, &starts, place.at(sid, s.file_offset), false);
-        }
+        // Code embedded anywhere else (images carry no symbol table to attribute it to).
+        let read = self.read_ranges(id);
+        self.embedded(&image.embedded_ranges(), &read, &mut NoSymbols, id, place);
         Ok(())
     }
 
@@ -833,14 +836,26 @@ impl Walker<'_, '_> {
             }
             ranges.retain(|r| !r.data.is_empty());
         }
+        let read = self.read_ranges(elf_id);
+        let mut symbols: Box<dyn SymbolLookup + '_> = match ElfSymbols::new(elf) {
+            Some(s) => Box::new(s),
+            None => Box::new(NoSymbols),
+        };
+        self.embedded(&ranges, &read, symbols.as_mut(), elf_id, place);
+    }
+
+    /// The file ranges read so far as containers and entries below the host file `host_id`:
+    /// the embedded search skips them, so nothing is counted twice.
+    fn read_ranges(&self, host_id: usize) -> Vec<(u64, u64)> {
         let mut read: Vec<(u64, u64)> = Vec::new();
-        for c in self.out.containers.iter().skip(elf_id + 1) {
+        for c in self.out.containers.iter().skip(host_id + 1) {
             if let (Some(at), Some(size), false) = (
                 c.file_offset,
                 c.size,
                 matches!(
                     c.kind,
                     ContainerKind::HostElf { .. }
+                        | ContainerKind::HostPe { .. }
                         | ContainerKind::Archive { .. }
                         | ContainerKind::Member { .. }
                 ),
@@ -849,15 +864,11 @@ impl Walker<'_, '_> {
             }
         }
         for co in &self.out.code_objects {
-            if let (Some(at), true) = (co.file_offset, co.container.is_some_and(|c| c > elf_id)) {
+            if let (Some(at), true) = (co.file_offset, co.container.is_some_and(|c| c > host_id)) {
                 read.push((at, at.saturating_add(co.size)));
             }
         }
-        let mut symbols: Box<dyn SymbolLookup + '_> = match ElfSymbols::new(elf) {
-            Some(s) => Box::new(s),
-            None => Box::new(NoSymbols),
-        };
-        self.embedded(&ranges, &read, symbols.as_mut(), elf_id, place);
+        read
     }
 
     /// Searches `ranges` (offsets relative to `place`'s data) for embedded bundles, CCOBs and

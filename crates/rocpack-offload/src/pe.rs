@@ -36,6 +36,7 @@ use object::pe;
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile32, PeFile64};
 use rocpack_bytes::{Bytes, lossless_string};
 
+use crate::embedded::ScanRange;
 use crate::error::{FormatError, Kind};
 
 /// Names of the fat binary section: as emitted, and as truncated to 8 bytes in an image.
@@ -47,6 +48,9 @@ pub const WRAPPER_MAGIC: [u8; 8] = [0x46, 0x50, 0x49, 0x48, 1, 0, 0, 0];
 
 /// `IMAGE_SCN_CNT_UNINITIALIZED_DATA`: a section with no bytes in the file.
 const SCN_UNINITIALIZED: u32 = 0x80;
+/// `IMAGE_SCN_MEM_EXECUTE`: machine code, not searched for embedded GPU code (as ELF's
+/// executable sections are not).
+const SCN_MEM_EXECUTE: u32 = 0x2000_0000;
 
 fn err(offset: u64, message: impl Into<String>) -> FormatError {
     FormatError::new(Kind::Pe, offset, message)
@@ -96,21 +100,6 @@ impl Section {
         rva.checked_sub(u64::from(self.rva))
             .is_some_and(|o| o < self.file_size)
     }
-}
-
-/// A section as a byte range for scans of embedded code: name, file offset, bytes and the
-/// virtual address at the preferred image base (`ImageBase + RVA`).
-#[derive(Debug, Clone, Copy)]
-pub struct SectionRange<'d, 'n> {
-    /// Section name.
-    pub name: &'n str,
-    /// File offset of `bytes`.
-    pub file_offset: u64,
-    /// The section's bytes present in the file (fewer than [`Section::file_size`] when the file
-    /// is truncated).
-    pub bytes: &'d [u8],
-    /// Virtual address of `bytes[0]` at the preferred image base.
-    pub vaddr: u64,
 }
 
 /// The headers of a PE image that matter for finding GPU code.
@@ -269,17 +258,26 @@ impl<'d> Pe<'d> {
         self.sections.iter().filter(|s| !self.section_data(s).1)
     }
 
-    /// Every section that has bytes in the file, as ranges for a scan of embedded code.
-    pub fn section_ranges(&self) -> Vec<SectionRange<'d, '_>> {
+    /// The sections to search for embedded GPU code (`embedded.rs`): every section with bytes
+    /// in the file except executable code and the fat binary and wrapper sections (read
+    /// through the wrappers); addresses at the preferred image base.
+    pub fn embedded_ranges(&self) -> Vec<ScanRange<'d>> {
         self.sections
             .iter()
-            .filter(|s| s.file_size > 0)
-            .map(|s| SectionRange {
-                name: &s.name,
-                file_offset: s.file_offset,
-                bytes: self.section_data(s).0,
-                vaddr: self.image_base.wrapping_add(u64::from(s.rva)),
+            .filter(|s| {
+                s.file_size > 0
+                    && s.characteristics & SCN_MEM_EXECUTE == 0
+                    && !FATBIN_NAMES.contains(&s.name.as_bytes())
+                    && !WRAPPER_NAMES.contains(&s.name.as_bytes())
             })
+            .map(|s| ScanRange {
+                name: s.name.clone(),
+                index: s.index,
+                file_offset: s.file_offset,
+                data: self.section_data(s).0,
+                vaddr: Some(self.image_base.wrapping_add(u64::from(s.rva))),
+            })
+            .filter(|r| !r.data.is_empty())
             .collect()
     }
 
