@@ -438,6 +438,8 @@ mod tests {
                     kind,
                     size: 0,
                     bundles: 0,
+                    module_bundles: 0,
+                    unclassified: 0,
                     bytes_per_processor: Default::default(),
                     cells: Vec::new(),
                     read_errors: false,
