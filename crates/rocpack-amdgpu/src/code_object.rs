@@ -2,6 +2,10 @@
 
 use rocpack_bytes::Bytes;
 
+/// How the processor of a code object whose `e_flags` name no known machine is spelled:
+/// `unknown-mach-0xNN`.
+pub const UNKNOWN_MACH_PREFIX: &str = "unknown-mach-";
+
 use crate::mach;
 use crate::target::{Feature, TargetId};
 
@@ -149,7 +153,7 @@ impl CodeObjectHeader {
     pub fn target(&self) -> TargetId {
         let processor = match self.processor {
             Some(p) => p.to_owned(),
-            None => format!("unknown-mach-{:#04x}", self.mach),
+            None => format!("{UNKNOWN_MACH_PREFIX}{:#04x}", self.mach),
         };
         TargetId {
             processor,

@@ -21,6 +21,6 @@ pub mod metadata;
 pub mod msgpack;
 pub mod target;
 
-pub use code_object::{CodeObjectHeader, HeaderError, looks_like_code_object};
+pub use code_object::{CodeObjectHeader, HeaderError, UNKNOWN_MACH_PREFIX, looks_like_code_object};
 pub use metadata::{Kernel, Metadata, MetadataError};
 pub use target::{Feature, TargetId, TargetIdError};

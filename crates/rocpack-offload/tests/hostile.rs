@@ -500,7 +500,7 @@ fn pe_fixtures() -> Vec<(String, Arc<[u8]>)> {
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(out.len(), 6, "expected the six PE fixtures");
+    assert_eq!(out.len(), 7, "expected the seven PE fixtures");
     out
 }
 

@@ -207,6 +207,10 @@ fn toolchain_check(
         .flat_map(|i| &i.code_objects)
         .filter(|c| c.is_amd_gpu())
         .filter_map(|c| c.target.as_ref().map(|t| t.processor.clone()))
+        // A code object naming no processor, neither in its header nor in a V2 ISA note (an
+        // HSA code object v1, as ROCr embeds for its own blit kernels: `unknown-mach-0x00`),
+        // was not built by the toolchain being checked: it asks for no device library.
+        .filter(|p| !p.starts_with(rocpack_amdgpu::UNKNOWN_MACH_PREFIX))
         .collect();
     toolchain::check(&toolchain::ToolchainOptions {
         prefix,
