@@ -290,6 +290,13 @@ impl Bundle {
     }
 }
 
+/// Whether `co` is a bare code object directly inside an embedded container.
+fn embedded_directly(i: &Inspection, co: &CodeObject) -> bool {
+    co.container
+        .and_then(|c| i.containers.get(c))
+        .is_some_and(|c| matches!(c.kind, rocpack_offload::ContainerKind::Embedded { .. }))
+}
+
 /// The bundles of one inspected file: code objects grouped by their innermost container.
 fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
     let mut out: Vec<(Option<usize>, Bundle)> = Vec::new();
@@ -309,9 +316,29 @@ fn bundles_of(i: &Inspection, file: &str) -> Vec<Bundle> {
             size: co.size,
             bitcode,
         };
-        match out.iter_mut().find(|(c, _)| *c == co.container) {
+        // Bare code objects embedded in the file's data are taken as one set the library
+        // chooses from, as ROCr does with its per-ISA blit kernels (libhsa-runtime64 carries
+        // 42, one per processor): which of them a program needs on which GPU is its own logic,
+        // which rocpack cannot read. A bundle stays a unit of its own.
+        let key = if co.entry_id.is_none() && embedded_directly(i, co) {
+            Some(usize::MAX)
+        } else {
+            co.container
+        };
+        match out.iter_mut().find(|(c, _)| *c == key) {
             Some((_, b)) => b.entries.push(entry),
-            None => out.push((co.container, Bundle::of(i, co, file, vec![entry]))),
+            None => out.push((key, Bundle::of(i, co, file, vec![entry]))),
+        }
+    }
+    for (key, b) in &mut out {
+        if *key == Some(usize::MAX) && b.entries.len() > 1 {
+            b.location = format!(
+                "{} code objects embedded in its data, the first {} (taken as one set: the \
+                 library loads the one for the GPU)",
+                b.entries.len(),
+                b.location
+            );
+            b.offset = None;
         }
     }
     // A bundle with a host entry and no device entry at all (all stripped, or built for no

@@ -475,7 +475,11 @@ mod tests {
         let s = image.section_named(&[b".rdata"]).unwrap();
         assert_eq!(
             (rdata.file_offset, rdata.data.len() as u64, rdata.vaddr),
-            (s.file_offset, s.file_size, Some(0x1_8000_0000 + u64::from(s.rva)))
+            (
+                s.file_offset,
+                s.file_size,
+                Some(0x1_8000_0000 + u64::from(s.rva))
+            )
         );
     }
 

@@ -605,3 +605,37 @@ fn list_libs_resolves_inside_the_root() {
         "{text}"
     );
 }
+
+/// ROCr (libhsa-runtime64) embeds its blit and trap-handler kernels in `.data`: bare code
+/// objects, one per processor, of which it loads the one for the GPU. They are found, taken as
+/// one set, and the runtime is judged to run on each processor it carries code for (not "none"
+/// because the other processors' objects lack it); objects naming no processor (HSA code object
+/// v1) ask for no device library.
+#[test]
+fn rocr_embedded_kernels_are_one_set_it_chooses_from() {
+    let lib = entries_with_prefix(
+        &root().join("usr/lib/x86_64-linux-gnu"),
+        "libhsa-runtime64.so.1.",
+    )
+    .into_iter()
+    .find(|p| !p.is_symlink())
+    .expect("libhsa-runtime64 in the root");
+    let mut cmd = rocpack();
+    cmd.args(["check", "--json", "--gpu", "gfx1100", "--gpu", "gfx90a"])
+        .arg(&lib);
+    let out = output_of(&mut cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&cmd));
+    let verdicts: Vec<Value> = json_lines(&String::from_utf8(out.stdout).unwrap())
+        .into_iter()
+        .filter(|v| v["type"] == "verdict")
+        .collect();
+    assert_eq!(verdicts.len(), 2);
+    for v in &verdicts {
+        assert_eq!(v["verdict"], "native", "{v}");
+        assert_eq!(v["loading"], "module", "{v}");
+        assert!(
+            get_str(v, "bundle").contains("code objects embedded in its data"),
+            "{v}"
+        );
+    }
+}
