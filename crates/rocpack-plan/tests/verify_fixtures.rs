@@ -462,8 +462,8 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
     symlink(profile.join("lib"), store.join("lib/rocblas/library/loop")).unwrap();
 
     let plan = fixture_plan();
-    let direct = verify(kb(), &plan, &[store.clone()], None, None).unwrap();
-    let linked = verify(kb(), &plan, &[profile.clone()], None, None).unwrap();
+    let direct = verify(kb(), &plan, std::slice::from_ref(&store), None, None).unwrap();
+    let linked = verify(kb(), &plan, std::slice::from_ref(&profile), None, None).unwrap();
     for c in COMPONENTS.iter().filter(|c| **c != "hipBLASLt") {
         let (d, l) = (direct.component(c).unwrap(), linked.component(c).unwrap());
         assert_eq!(l.state, d.state, "{c}");
@@ -490,7 +490,7 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
     );
 
     // Confined to a root that holds the profile but not the store: nothing is reachable.
-    let confined = verify(kb(), &plan, &[profile.clone()], None, Some(&profile)).unwrap();
+    let confined = verify(kb(), &plan, std::slice::from_ref(&profile), None, Some(&profile)).unwrap();
     assert_eq!(
         confined.component("rocRAND").unwrap().state,
         ComponentState::Absent
@@ -509,10 +509,10 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
         sys_profile.join("lib/librocsparse.so.1.0"),
     )
     .unwrap();
-    let rooted = verify(kb(), &plan, &[sys_profile.clone()], None, Some(root)).unwrap();
+    let rooted = verify(kb(), &plan, std::slice::from_ref(&sys_profile), None, Some(root)).unwrap();
     assert_eq!(found(&rooted, "rocSPARSE"), map(&[("gfx1030", 6000)]));
     // ... and without the root the same link means this machine's /nix/store: dangling here.
-    let unrooted = verify(kb(), &plan, &[sys_profile.clone()], None, None).unwrap();
+    let unrooted = verify(kb(), &plan, std::slice::from_ref(&sys_profile), None, None).unwrap();
     assert_eq!(
         unrooted.component("rocSPARSE").unwrap().state,
         ComponentState::Absent
