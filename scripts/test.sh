@@ -18,4 +18,7 @@ if command -v rustup > /dev/null; then
 fi
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The fuzz targets (their own workspace, docs/fuzzing.md) keep compiling against the parsers,
+# with their lock file current.
+cargo check --locked --manifest-path fuzz/Cargo.toml --bins
 cargo test --workspace --locked

@@ -1,4 +1,4 @@
-//! The Windows PE reader: headers and section table, every section's bytes and ranges, RVA
+//! The Windows PE reader: headers and section table, every section's bytes, the ranges the embedded-code search reads, RVA
 //! lookups, base relocations and the wrapper records with their resolved pointers.
 #![no_main]
 
@@ -20,9 +20,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = image.section_containing(u64::from(s.rva));
     }
     let _ = image.truncated_sections().count();
-    for r in image.section_ranges() {
-        assert!(r.bytes.len() as u64 <= data.len() as u64);
-        let _ = (r.name.len(), r.file_offset, r.vaddr);
+    for r in image.embedded_ranges() {
+        assert!(r.data.len() as u64 <= data.len() as u64);
+        let _ = (r.name.len(), r.index, r.file_offset, r.vaddr);
     }
     // Relocations at the start of every section and at wrapper-like fields, as the walk asks.
     let wanted: BTreeSet<u32> = image
