@@ -490,7 +490,14 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
     );
 
     // Confined to a root that holds the profile but not the store: nothing is reachable.
-    let confined = verify(kb(), &plan, std::slice::from_ref(&profile), None, Some(&profile)).unwrap();
+    let confined = verify(
+        kb(),
+        &plan,
+        std::slice::from_ref(&profile),
+        None,
+        Some(&profile),
+    )
+    .unwrap();
     assert_eq!(
         confined.component("rocRAND").unwrap().state,
         ComponentState::Absent
@@ -509,7 +516,14 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
         sys_profile.join("lib/librocsparse.so.1.0"),
     )
     .unwrap();
-    let rooted = verify(kb(), &plan, std::slice::from_ref(&sys_profile), None, Some(root)).unwrap();
+    let rooted = verify(
+        kb(),
+        &plan,
+        std::slice::from_ref(&sys_profile),
+        None,
+        Some(root),
+    )
+    .unwrap();
     assert_eq!(found(&rooted, "rocSPARSE"), map(&[("gfx1030", 6000)]));
     // ... and without the root the same link means this machine's /nix/store: dangling here.
     let unrooted = verify(kb(), &plan, std::slice::from_ref(&sys_profile), None, None).unwrap();
