@@ -69,6 +69,25 @@ pub enum Command {
     Compress(CompressArgs),
     /// Decompress offload bundles, in bundle files and inside host ELF files.
     Decompress(DecompressArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Write the manual pages (roff), generated from these very options: rocpack.1 on stdout, or
+    /// rocpack.1 and one rocpack-COMMAND.1 per command into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell, e.g. `rocpack completions bash > /etc/bash_completion.d/rocpack`.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write rocpack.1 and rocpack-COMMAND.1 (one per command) into this directory instead.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 /// Where rewritten files go: shared by strip, compress and decompress.

@@ -23,6 +23,8 @@ fn main() -> ExitCode {
         args::Command::Decompress(a) => cmd::slim::decompress(&cli.global, a),
         args::Command::Verify(a) => cmd::verify::run(&cli.global, a),
         args::Command::Plan(a) => cmd::plan::run(&cli.global, a),
+        args::Command::Completions(a) => cmd::docs::completions(a),
+        args::Command::Man(a) => cmd::docs::man(a),
     };
     match result {
         Ok(code) => code.into(),

@@ -4,6 +4,8 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -140,26 +142,19 @@ fn show_json_has_containers_and_kernels() {
     insta::assert_json_snapshot!(v);
 }
 
+/// `--help` of rocpack and of every command it lists (so a new command gets a snapshot).
 #[test]
 fn help_texts() {
-    for cmd in [
-        &["--help"][..],
-        &["list", "--help"],
-        &["show", "--help"],
-        &["extract", "--help"],
-        &["check", "--help"],
-        &["scan", "--help"],
-        &["gpus", "--help"],
-        &["devices", "--help"],
-        &["verify", "--help"],
-        &["plan", "--help"],
-    ] {
-        let o = rocpack(cmd);
-        assert_eq!(o.status.code(), Some(0));
-        insta::assert_snapshot!(
-            format!("help-{}", cmd[0].trim_start_matches('-')),
-            stdout(&o)
-        );
+    let root = rocpack(&["--help"]);
+    assert_eq!(root.status.code(), Some(0));
+    let root_text = stdout(&root);
+    insta::assert_snapshot!("help-help", root_text);
+    let commands = common::commands_in_help(&root_text);
+    assert!(commands.len() >= 14, "{commands:?}");
+    for c in &commands {
+        let o = rocpack(&[c.as_str(), "--help"]);
+        assert_eq!(o.status.code(), Some(0), "{c}");
+        insta::assert_snapshot!(format!("help-{c}"), stdout(&o));
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod devices;
+pub mod docs;
 pub mod extract;
 pub mod gpu_arg;
 pub mod gpus;

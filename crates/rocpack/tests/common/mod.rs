@@ -1052,3 +1052,16 @@ pub fn html_unescape(s: &str) -> String {
         .replace("&gt;", ">")
         .replace("&amp;", "&")
 }
+
+/// The commands `rocpack --help` lists (clap's `help` left out), from that help text.
+#[allow(dead_code)]
+pub fn commands_in_help(root_help: &str) -> Vec<String> {
+    root_help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
