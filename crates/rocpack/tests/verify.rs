@@ -109,6 +109,50 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// A library nothing in the tree links is loaded with dlopen(): a symbol no file defines is the
+/// loading program's to provide (glibc's libthread_db and its debugger), noted, not an error.
+/// The same library, once something in the tree links it, is an error again: the loader would
+/// refuse the program that links it (glibc's ldd -r says so for both).
+#[test]
+fn undefined_symbols_of_a_library_nothing_links_are_the_loaders_to_provide() {
+    let t = tmp();
+    let lib = t.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    shared_lib(
+        &lib,
+        "libcallbacks.so.1",
+        "int ps_host_read(int);\nint td_ta_new(int x) { return ps_host_read(x); }\n",
+        &["-Wl,-soname,libcallbacks.so.1"],
+    );
+    let (code, findings) = verify(&[s(t.path())]);
+    assert_eq!(code, 0, "{findings:#?}");
+    assert_eq!(codes(&findings), ["undefined-symbol"], "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!(f["severity"], "info", "{f}");
+    assert_eq!(f["symbol"], "ps_host_read");
+    assert_eq!(f["dlopen_only"], true);
+    assert!(f["hint"].as_str().unwrap().contains("dlopen()"), "{f}");
+
+    // Now a library of the tree links it: the same symbol is an error.
+    shared_lib(
+        &lib,
+        "libuser.so.1",
+        "int td_ta_new(int);\nint use(void) { return td_ta_new(1); }\n",
+        &["-Wl,-soname,libuser.so.1", "-L.", "-l:libcallbacks.so.1"],
+    );
+    let (code, findings) = verify(&[s(t.path())]);
+    assert_eq!(code, 1, "{findings:#?}");
+    let errs: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["severity"] == "error" && f["code"] == "undefined-symbol")
+        .collect();
+    assert!(
+        errs.iter()
+            .any(|f| f["file"].as_str().unwrap().ends_with("libcallbacks.so.1")),
+        "{findings:#?}"
+    );
+}
+
 #[test]
 fn undefined_symbol_names_the_static_archive_that_was_not_linked() {
     let t = tmp();

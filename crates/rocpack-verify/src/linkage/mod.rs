@@ -101,6 +101,12 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
             .collect();
         SymbolIndex::build(&wanted, &shared, &archives)
     };
+    // The names some object of the verified tree asks the loader for (DT_NEEDED).
+    let linked: HashSet<&[u8]> = roots
+        .iter()
+        .filter_map(|r| r.closure.as_ref().ok()?.objects.first())
+        .flat_map(|o| o.obj.needed.iter().map(|n| &n[..]))
+        .collect();
     for (path, e) in &index.unreadable {
         report.findings.push(Finding::new(
             Code::UnreadableFile,
@@ -187,9 +193,13 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
                     .detail("examples", examples),
             );
         }
-        report
-            .findings
-            .extend(undefined_findings(&r.host, c, &r.symbols.undefined, &index));
+        report.findings.extend(undefined_findings(
+            &r.host,
+            c,
+            &r.symbols.undefined,
+            &index,
+            &linked,
+        ));
     }
     report.findings.extend(duplicates(&roots));
     report
@@ -330,8 +340,28 @@ fn undefined_findings(
     c: &Closure,
     undefined: &[symbols::Unresolved],
     index: &SymbolIndex,
+    linked: &HashSet<&[u8]>,
 ) -> Vec<Finding> {
     let first = &c.objects[0];
+    // A shared library that nothing in the verified tree links against (no DT_NEEDED names its
+    // SONAME or file name) is loaded with dlopen(), and a symbol no file here defines is then
+    // expected from the program that loads it: glibc's libthread_db.so.1 leaves the
+    // proc_service callbacks (ps_pdread, ...) to the debugger by design (proc_service.h). Such
+    // symbols are noted, not errors. A library something here links keeps its errors, and so
+    // does a symbol a file here defines (a missing -lfoo, as LLVMInitializeX86* from
+    // libLLVMX86CodeGen.a in libMIOpen).
+    let file_name = first
+        .path
+        .file_name()
+        .map(|n| std::os::unix::ffi::OsStrExt::as_bytes(n));
+    let loaded_only = first.obj.e_type == object::elf::ET_DYN
+        && first.obj.interp.is_none()
+        && first
+            .obj
+            .soname
+            .as_ref()
+            .is_some_and(|s| !linked.contains(&s[..]))
+        && file_name.is_none_or(|n| !linked.contains(n));
     // A shared object without a SONAME or interpreter is a plugin: the program that dlopen()s it
     // provides what it leaves undefined (Perl and Python modules, tc's qdiscs, ...).
     let plugin = first.obj.soname.is_none()
@@ -407,6 +437,12 @@ fn undefined_findings(
         let severity = if plugin {
             hint.push_str("; this object has no SONAME, so it may be a plugin whose host program provides these");
             Severity::Warning
+        } else if loaded_only && provider.is_none() {
+            hint = format!(
+                "nothing in the verified tree links this library (no DT_NEEDED names it), so it is loaded with dlopen(); the program that loads it must define {} (as gdb defines libthread_db's proc_service callbacks)",
+                if syms.len() == 1 { "it" } else { "them" }
+            );
+            Severity::Info
         } else {
             Severity::Error
         };
@@ -434,7 +470,8 @@ fn undefined_findings(
                         .collect::<Vec<Value>>(),
                 )
                 .detail("defined_in", defined_in)
-                .detail("plugin", plugin),
+                .detail("plugin", plugin)
+                .detail("dlopen_only", loaded_only && provider.is_none()),
         );
     }
     out
