@@ -353,7 +353,7 @@ fn undefined_findings(
     let file_name = first
         .path
         .file_name()
-        .map(|n| std::os::unix::ffi::OsStrExt::as_bytes(n));
+        .map(std::os::unix::ffi::OsStrExt::as_bytes);
     let loaded_only = first.obj.e_type == object::elf::ET_DYN
         && first.obj.interp.is_none()
         && first
