@@ -52,6 +52,9 @@ fuzz_target!(|data: &[u8]| {
         let blob = ccob::compress(data, version, method, 1).expect("compress");
         let h = CcobHeader::parse(&blob).expect("own header");
         assert_eq!(h.hash, ccob::hash(data));
-        assert_eq!(ccob::decompress(&h, &blob, CEILING).expect("own payload"), data);
+        assert_eq!(
+            ccob::decompress(&h, &blob, CEILING).expect("own payload"),
+            data
+        );
     }
 });

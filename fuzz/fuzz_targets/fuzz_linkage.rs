@@ -9,7 +9,10 @@ use rocpack_verify::linkage::ldcache::LdCache;
 fuzz_target!(|data: &[u8]| {
     if let Ok(obj) = DynObject::parse(data) {
         for u in &obj.undefined {
-            let wanted = u.version.and_then(|v| obj.verneeds.get(&v)).map(|r| &*r.name);
+            let wanted = u
+                .version
+                .and_then(|v| obj.verneeds.get(&v))
+                .map(|r| &*r.name);
             let _ = obj.satisfies(obj.name(&u.name), wanted);
         }
         for (name, _) in obj.definitions() {
