@@ -190,12 +190,15 @@ fn agreement(fixed: &str, planned: &str) -> &'static str {
     }
 }
 
-/// A boolean setting's value: `Some(true)` for ON, `Some(false)` for OFF.
+/// A boolean setting's value by CMake's rules (`cmIsOn`/`cmIsOff`, rocpack_verify::cmake):
+/// `Some(true)` for ON, `Some(false)` for OFF; `None` for an empty value or any other text.
 fn bool_value(s: &Setting) -> Option<bool> {
-    match s.value.to_ascii_uppercase().as_str() {
-        "ON" | "TRUE" | "YES" | "1" => Some(true),
-        "OFF" | "FALSE" | "NO" | "0" => Some(false),
-        _ => None,
+    if rocpack_verify::cmake::is_on(&s.value) {
+        Some(true)
+    } else if !s.value.is_empty() && rocpack_verify::cmake::is_off(&s.value) {
+        Some(false)
+    } else {
+        None
     }
 }
 

@@ -10,6 +10,7 @@
 //! line calls it unverified; every comparison is kept in [`Knowledge::derived`] for the test that
 //! fails when a fact the release file states as confirmed disagrees with its sources.
 
+use rocpack_verify::cmake::{is_off, is_on};
 use toml::{Table, Value};
 
 use super::{KbError, ReleaseComponent, Supported, kb_error};
@@ -373,32 +374,36 @@ fn strings(v: Option<&Value>) -> Option<Vec<String>> {
 
 /// Processors of target ids (`gfx90a:xnack-` -> `gfx90a`), sorted, once each.
 fn processors(list: &[String]) -> Vec<String> {
-    let mut p: Vec<String> = list
-        .iter()
-        .map(|t| t.split(':').next().unwrap_or(t).to_owned())
-        .collect();
+    let mut p = crate::model::processors(list);
     p.sort();
-    p.dedup();
     p
 }
 
-/// A CMake boolean constant spelled as the knowledge base and the planner spell it (`ON`/`OFF`);
+/// A CMake boolean constant spelled as the knowledge base and the planner spell it (`ON`/`OFF`),
+/// by CMake's own rules (`cmIsOn`/`cmIsOff`, rocpack_verify::cmake); an empty value (unset) and
 /// anything else as it is.
 fn cmake_bool(v: &str) -> String {
-    match v.to_ascii_uppercase().as_str() {
-        "ON" | "YES" | "TRUE" | "Y" | "1" => "ON".to_owned(),
-        "OFF" | "NO" | "FALSE" | "N" | "0" => "OFF".to_owned(),
-        _ => v.to_owned(),
+    if v.is_empty() {
+        String::new()
+    } else if is_on(v) {
+        "ON".to_owned()
+    } else if is_off(v) {
+        "OFF".to_owned()
+    } else {
+        v.to_owned()
     }
 }
 
-/// CMake booleans compare by truth, lists as sets of processors where both are lists of
-/// targets, other values by text.
+/// CMake booleans compare by truth (an unset value is false), other values by text.
 fn same_value(a: &str, b: &str) -> bool {
-    let truth = |s: &str| match s.to_ascii_uppercase().as_str() {
-        "ON" | "1" | "YES" | "TRUE" | "Y" => Some(true),
-        "OFF" | "0" | "NO" | "FALSE" | "N" | "" => Some(false),
-        _ => None,
+    let truth = |s: &str| {
+        if is_on(s) {
+            Some(true)
+        } else if is_off(s) {
+            Some(false)
+        } else {
+            None
+        }
     };
     match (truth(a), truth(b)) {
         (Some(x), Some(y)) => x == y,

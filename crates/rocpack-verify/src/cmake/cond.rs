@@ -80,14 +80,14 @@ const BINARY: &[&str] = &[
 const MAX_PARENS: u32 = 32;
 
 /// CMake's true constants (`cmIsOn`).
-pub(crate) fn is_on(s: &str) -> bool {
+pub fn is_on(s: &str) -> bool {
     ["1", "ON", "YES", "TRUE", "Y"]
         .iter()
         .any(|c| s.eq_ignore_ascii_case(c))
 }
 
 /// CMake's false constants (`cmIsOff`), the empty string included.
-pub(crate) fn is_off(s: &str) -> bool {
+pub fn is_off(s: &str) -> bool {
     s.is_empty()
         || ["0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"]
             .iter()

@@ -87,6 +87,7 @@ use crate::finding::{Code, Finding, Severity};
 use eval::{Evaluator, Loc, SourceFile};
 use paths::{Fs, absolute};
 
+pub use cond::{is_off, is_on};
 pub use paths::resolve_in_root;
 
 /// What to check.
