@@ -197,16 +197,29 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
         .map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()))
         .collect();
     let total: u64 = sizes.iter().sum();
-    let done = std::sync::atomic::AtomicU64::new(0);
+    // Progress counts each bundle twice, when it is written and when it is checked, so that
+    // one large file shows progress too (compressing a 1.6 GB library takes seconds).
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let done = AtomicU64::new(0);
     let progress = Progress::new(global.quiet);
+    let advance = |n: u64| {
+        let now = done.fetch_add(n, Relaxed) + n;
+        progress.update(now / 2, total);
+    };
     let outcomes: Vec<Outcome> = files
         .par_iter()
         .zip(dest_for.par_iter())
         .zip(sizes.par_iter())
         .map(|(((path, explicit), dest), size)| {
-            let o = one_file(path, *explicit, dest, op, &opts);
-            let now = done.fetch_add(*size, std::sync::atomic::Ordering::Relaxed) + size;
-            progress.update(now, total);
+            let reported = AtomicU64::new(0);
+            let per_bundle = |_: rocpack_slim::Step, n: u64| {
+                // Never more than the file's share.
+                let before = reported.fetch_add(n, Relaxed);
+                let n = n.min((2 * size).saturating_sub(before));
+                advance(n);
+            };
+            let o = one_file(path, *explicit, dest, op, &opts, &per_bundle);
+            advance((2 * size).saturating_sub(reported.load(Relaxed)));
             o
         })
         .filter(|o| {
@@ -314,6 +327,7 @@ fn one_file(
     dest: &Dest,
     op: Operation<'_>,
     opts: &WriteOptions,
+    progress: &rocpack_slim::Progress<'_>,
 ) -> Outcome {
     let mut o = Outcome {
         path: path.to_path_buf(),
@@ -353,7 +367,8 @@ fn one_file(
             return o;
         }
     };
-    let p = match plan(&map, op, opts.limits) {
+    let input = rocpack_slim::Input::file(&map, &file);
+    let mut p = match plan(input, op, opts.limits) {
         Ok(p) => p,
         Err(e) => {
             o.error = Some(format!("not rewritten, the file does not parse: {e}"));
@@ -364,8 +379,14 @@ fn one_file(
         o.error = Some(format!("not rewritten: {e}"));
         return o;
     }
+    // The plan read headers through the map; the bundles themselves are streamed with pread,
+    // so the pages read so far need not stay part of this process.
+    map.release();
     let target = match dest {
-        Dest::DryRun => None,
+        Dest::DryRun => {
+            rocpack_slim::measure(&mut p, input, opts.limits, progress);
+            None
+        }
         Dest::InPlace => Some((real.clone(), true)),
         Dest::To(d) => Some((d.clone(), false)),
     };
@@ -378,7 +399,7 @@ fn one_file(
                     return o;
                 }
             }
-            match rocpack_slim::apply(&file, &map, &p, &d, in_place, opts) {
+            match rocpack_slim::apply(&file, &map, &mut p, &d, in_place, opts, progress) {
                 Ok(w) => o.written = Some(w),
                 Err(e) => o.error = Some(e.message),
             }
