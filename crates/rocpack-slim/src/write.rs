@@ -82,8 +82,9 @@ pub struct WriteError {
 }
 
 /// Fault injection for the tests: `ROCPACK_FAULT=<step>` kills the process with SIGKILL at
-/// that step (`after-write`, `after-verify`, `after-fsync`, `after-link`, `after-rename`), or
-/// with `corrupt` changes a byte of the temporary file before it is checked.
+/// that step (`after-write`, `after-verify`, `after-fsync`, `after-link`, `after-rename`); with
+/// `corrupt` changes a byte of the temporary file before it is checked; with `dir-fsync` makes
+/// the directory's fsync after the rename fail.
 fn fault(step: &str) {
     if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == step) {
         sys::kill_self();
@@ -109,34 +110,22 @@ fn corrupt_requested() -> bool {
     std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "corrupt")
 }
 
-/// The temporary name used for `dest`.
-fn temp_name(dest: &Path, pid: u32) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    dest.with_file_name(format!(".{name}.rocpack-{pid}.tmp"))
-}
-
-/// Removes the temporary files killed rocpacks left in `dir` (those whose process is gone).
-/// Call it once per destination directory before writing there; returns the names removed.
+/// Removes the temporary files killed rocpacks left in `dir`: those no live process holds (a
+/// rewrite holds its temporary file with `flock` from creation to rename, so a run is recognised
+/// whatever its program is called). Call it once per destination directory before writing
+/// there; returns the names removed.
 pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return removed;
     };
     for e in entries.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = n
-            .strip_prefix('.')
-            .and_then(|r| r.strip_suffix(".tmp"))
-            .and_then(|r| r.rsplit_once(".rocpack-"))
-            .and_then(|(_, p)| p.parse::<u32>().ok())
-        else {
+        let path = e.path();
+        if !rocpack_scan::own::is_temp(&path) || sys::held(&path) {
             continue;
-        };
-        if !sys::rocpack_alive(pid) && std::fs::remove_file(e.path()).is_ok() {
-            removed.push(e.path());
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
         }
     }
     removed
@@ -146,8 +135,14 @@ pub fn sweep(dir: &Path) -> Vec<PathBuf> {
 ///
 /// # Errors
 /// [`WriteError`] when anything fails; `dest` is then as it was.
+///
+/// `before` is `src`'s metadata taken when it was opened, before anything read it (reading
+/// updates the access time, which the new file must not take). A `dest` that is `src` itself
+/// (`-o` naming the input) is rewritten in place, with every check that implies.
+#[allow(clippy::too_many_arguments)]
 pub fn apply(
     src: &File,
+    before: &sys::Meta,
     old: &[u8],
     plan: &mut FilePlan,
     dest: &Path,
@@ -159,8 +154,22 @@ pub fn apply(
         path: dest.to_path_buf(),
         message,
     };
-    let meta = sys::meta(src).map_err(|e| err(format!("cannot stat: {e}")))?;
+    let meta = before.clone();
+    let in_place = in_place || same_file(dest, meta.dev_ino);
     let mut notes = Vec::new();
+    // A backup a run left when it was stopped between keeping the original and renaming the
+    // new file over it: the original's second name is its own backup, not a hard link to keep.
+    let left_backup = if in_place {
+        existing_backup(dest, meta.dev_ino)
+    } else {
+        None
+    };
+    if let (Some(b), false) = (&left_backup, opts.backup) {
+        notes.push(format!(
+            "{} (left by an interrupted run) keeps the original",
+            b.display()
+        ));
+    }
     if in_place {
         if meta.mode & 0o200 == 0 {
             return Err(err(format!(
@@ -168,19 +177,19 @@ pub fn apply(
                 meta.mode
             )));
         }
-        if meta.nlink > 1 {
+        let links = meta.nlink - u64::from(left_backup.is_some());
+        if links > 1 {
             match opts.hard_links {
                 HardLinks::Refuse => {
                     return Err(err(format!(
                         "has {} hard links; rewriting it would give this name new content and \
                          leave the others with the old; not rewritten (pass --hard-links=break \
                          to do that, or rewrite a copy)",
-                        meta.nlink
+                        links
                     )));
                 }
                 HardLinks::Break => notes.push(format!(
-                    "had {} hard links: the other names keep the original content",
-                    meta.nlink
+                    "had {links} hard links: the other names keep the original content"
                 )),
             }
         }
@@ -191,7 +200,7 @@ pub fn apply(
     };
 
     let pid = std::process::id();
-    let named = temp_name(dest, pid);
+    let named = rocpack_scan::own::temp_name(dest, pid);
     let (tmp, is_named) = match sys::unnamed_temp(&dir) {
         Ok(Some(f)) => (f, false),
         Ok(None) => {
@@ -215,6 +224,13 @@ pub fn apply(
             )));
         }
     };
+    // Held until this process ends: a sweep by another run leaves it alone.
+    if let Err(e) = sys::hold(&tmp) {
+        if is_named {
+            let _ = std::fs::remove_file(&named);
+        }
+        return Err(err(format!("cannot lock the temporary file: {e}")));
+    }
     let cleanup = |e: WriteError| {
         if is_named {
             let _ = std::fs::remove_file(&named);
@@ -296,7 +312,9 @@ pub fn apply(
         })?;
     }
     fault("after-link");
-    let backup = if opts.backup && dest.exists() {
+    let backup = if let (true, Some(b)) = (opts.backup, &left_backup) {
+        Some(b.clone())
+    } else if opts.backup && dest.exists() {
         let b = backup_path(dest);
         if let Err(e) = std::fs::hard_link(dest, &b) {
             let _ = std::fs::remove_file(&named);
@@ -317,8 +335,19 @@ pub fn apply(
         return Err(err(format!("cannot replace the file: {e}")));
     }
     fault("after-rename");
-    if let Ok(d) = sys::open_dir(&dir) {
-        sys::fsync(d).map_err(|e| err(format!("fsync of {} failed: {e}", dir.display())))?;
+    // The new file is in place from here on: a failure now is reported, not an error.
+    let synced = sys::open_dir(&dir).and_then(|d| {
+        if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "dir-fsync") {
+            return Err(io::Error::other("injected failure"));
+        }
+        sys::fsync(d)
+    });
+    if let Err(e) = synced {
+        notes.push(format!(
+            "the new file is in place, but fsync of {} failed ({e}): a crash before the \
+             system writes the directory may bring back the old file",
+            dir.display()
+        ));
     }
     let after = sys::meta(&tmp).map_err(|e| err(format!("cannot stat: {e}")))?;
     Ok(Written {
@@ -334,6 +363,22 @@ pub fn apply(
         backup,
         notes,
     })
+}
+
+/// Whether `path` names the file with this device and inode.
+fn same_file(path: &Path, dev_ino: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == dev_ino)
+}
+
+/// A backup name of `dest` (`NAME.orig`, `NAME.orig.N`) that is another name of the file
+/// itself.
+fn existing_backup(dest: &Path, dev_ino: (u64, u64)) -> Option<PathBuf> {
+    let base = dest.as_os_str().to_string_lossy().into_owned();
+    std::iter::once(PathBuf::from(format!("{base}.orig")))
+        .chain((1..).map(|n| PathBuf::from(format!("{base}.orig.{n}"))))
+        .take_while(|p| p.symlink_metadata().is_ok())
+        .find(|p| same_file(p, dev_ino))
 }
 
 /// `NAME.orig`, or `NAME.orig.N` if taken.

@@ -272,7 +272,7 @@ fn is_ours(path: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    (name.starts_with('.') && name.contains(".rocpack-") && name.ends_with(".tmp"))
+    rocpack_scan::own::is_temp(path)
         || name.ends_with(".orig")
         || name
             .rsplit_once(".orig.")
@@ -360,6 +360,14 @@ fn one_file(
             return o;
         }
     };
+    // Before anything reads it: reading sets the access time, which the new file must not take.
+    let before = match rocpack_slim::sys::meta(&file) {
+        Ok(m) => m,
+        Err(e) => {
+            o.error = Some(format!("cannot stat: {e}"));
+            return o;
+        }
+    };
     let map = match rocpack_scan::Mapped::from_file(&file) {
         Ok(m) => m,
         Err(e) => {
@@ -399,7 +407,7 @@ fn one_file(
                     return o;
                 }
             }
-            match rocpack_slim::apply(&file, &map, &mut p, &d, in_place, opts, progress) {
+            match rocpack_slim::apply(&file, &before, &map, &mut p, &d, in_place, opts, progress) {
                 Ok(w) => o.written = Some(w),
                 Err(e) => o.error = Some(e.message),
             }
