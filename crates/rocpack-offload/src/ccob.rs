@@ -19,6 +19,7 @@ pub const MAGIC: &[u8; 4] = b"CCOB";
 /// Compression method of a CCOB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Method {
     /// `llvm::compression::Format::Zlib` (0).
     Zlib,

@@ -28,6 +28,7 @@ use crate::sys;
 
 /// What to do with a file that has other hard links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum HardLinks {
     /// Refuse to rewrite it (the default): a rename would split it from its other names.
     #[default]

@@ -8,9 +8,7 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use rocpack_amdgpu::compat::Device;
 use rocpack_slim::plan::Limits;
-use rocpack_slim::{
-    Compression, FilePlan, HardLinks, Keep, Operation, WriteOptions, Written, plan,
-};
+use rocpack_slim::{Compression, FilePlan, Keep, Operation, WriteOptions, Written, plan};
 use serde_json::json;
 
 use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
@@ -75,17 +73,8 @@ pub fn strip(global: &Global, args: &StripArgs) -> Result<Status> {
 }
 
 pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
-    let method = match args.method.as_str() {
-        "zstd" => rocpack_offload::ccob::Method::Zstd,
-        "zlib" => rocpack_offload::ccob::Method::Zlib,
-        m => bail!("unknown compression method {m:?} (zstd or zlib)"),
-    };
-    let version = match args.format_version.as_str() {
-        "auto" => None,
-        "2" => Some(2),
-        "3" => Some(3),
-        v => bail!("unknown CCOB format version {v:?} (2, 3 or auto)"),
-    };
+    let method = args.method;
+    let version = args.format_version.version();
     if let Some(l) = args.level {
         let ok = match method {
             rocpack_offload::ccob::Method::Zstd => (1..=22).contains(&l),
@@ -94,7 +83,7 @@ pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
         if !ok {
             bail!(
                 "level {l} is out of range for {} (zstd 1–22, zlib 0–9)",
-                args.method
+                args.method.name()
             );
         }
     }
@@ -159,11 +148,7 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
         .filter(|(p, explicit)| *explicit || !is_ours(p))
         .collect();
     let dest_for = destinations(paths, &files, w)?;
-    let hard_links = match w.hard_links.as_str() {
-        "refuse" => HardLinks::Refuse,
-        "break" => HardLinks::Break,
-        h => bail!("unknown --hard-links value {h:?} (refuse or break)"),
-    };
+    let hard_links = w.hard_links;
     let opts = WriteOptions {
         backup: w.backup,
         hard_links,
