@@ -103,7 +103,7 @@ pub fn run(global: &Global, args: &PlanArgs) -> Result<Status> {
             return Ok(status);
         }
         Format::Tool(t) => {
-            let e = rocpack_plan::emit::emit(kb, &plan, t.into());
+            let e = rocpack_plan::emit::emit(kb, &plan, t);
             (e.stdout, e.files)
         }
     };
