@@ -6,13 +6,16 @@
 //! - [`cmake`]: evaluates enough of CMake to check the files package configs reference.
 //! - [`toolchain`]: clang's resource directory and the AMDGPU device libraries.
 //!
-//! Every check returns [`Finding`]s with stable [`Code`]s.
+//! Every check returns [`Finding`]s with stable [`Code`]s; [`run`] runs the checks asked for
+//! and gives one [`Report`].
 
 pub mod cmake;
 pub mod finding;
 
 pub use finding::{Code, Finding, Severity};
+pub use run::{Check, Report, run};
 pub mod linkage;
+pub mod run;
 pub mod sysroot;
 pub mod toolchain;
 pub mod tree;

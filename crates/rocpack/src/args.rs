@@ -7,6 +7,7 @@ use rocpack_amdgpu::compat::Policy;
 use rocpack_offload::ccob::Method;
 use rocpack_plan::kb::Layout;
 use rocpack_slim::HardLinks;
+use rocpack_verify::Check;
 
 /// Inspect the AMD GPU code inside ROCm libraries, executables, archives, bundles and packages,
 /// and check which GPUs it runs on — without a GPU, without ROCm, and without executing
@@ -145,9 +146,11 @@ pub struct VerifyArgs {
         long,
         value_name = "CHECK",
         value_delimiter = ',',
-        default_value = "linkage,cmake,toolchain"
+        default_value = "linkage,cmake,toolchain",
+        value_enum,
+        hide_possible_values = true
     )]
-    pub checks: Vec<String>,
+    pub checks: Vec<Check>,
 
     /// Print each ELF file's resolved libraries in load order (like `ld.so --list`, without
     /// running anything) instead of the findings.
