@@ -9,11 +9,13 @@ pub mod keep;
 pub mod plan;
 pub mod stream;
 pub mod sys;
+pub mod tree;
 pub mod write;
 
 pub use keep::{Keep, Reason};
 pub use plan::{Compression, FilePlan, Form, Limits, Operation, Rewrite, Skip, plan};
 pub use stream::Input;
+pub use tree::{Outcome, Target, TreeOutcome, rewrite};
 pub use write::{
     HardLinks, Progress, Sizes, Step, WriteError, WriteOptions, Written, apply, measure,
     no_progress, render, sweep, verify_all,

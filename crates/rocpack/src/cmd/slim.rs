@@ -2,13 +2,12 @@
 //! atomically, verified before anything is replaced.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
-use rayon::prelude::*;
+use anyhow::{Result, bail};
 use rocpack_amdgpu::compat::Device;
 use rocpack_slim::plan::Limits;
-use rocpack_slim::{Compression, FilePlan, Keep, Operation, WriteOptions, Written, plan};
+use rocpack_slim::{Compression, FilePlan, Keep, Operation, Outcome, Target, WriteOptions};
 use serde_json::json;
 
 use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
@@ -111,296 +110,57 @@ pub fn decompress(global: &Global, args: &DecompressArgs) -> Result<Status> {
     run(global, &args.write, &args.paths, Action::Decompress)
 }
 
-/// Where each file goes.
-enum Dest {
-    /// Nothing is written.
-    DryRun,
-    /// Replace the file.
-    InPlace,
-    /// Write to this path.
-    To(PathBuf),
-}
-
-/// The outcome for one file.
-struct Outcome {
-    path: PathBuf,
-    dest: Option<PathBuf>,
-    plan: Option<FilePlan>,
-    written: Option<Written>,
-    error: Option<String>,
-    dry_run: bool,
-    in_place: bool,
-}
-
-impl Outcome {
-    fn failed(&self) -> bool {
-        self.error.is_some() || self.plan.as_ref().is_some_and(FilePlan::has_errors)
-    }
-}
-
 fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Result<Status> {
     if w.in_place && w.output.is_some() {
         bail!("--in-place and -o/--output exclude each other");
     }
-    let (files, walk_errors) = rocpack_scan::expand(paths);
-    let files: Vec<(PathBuf, bool)> = files
-        .into_iter()
-        .filter(|(p, explicit)| *explicit || !is_ours(p))
-        .collect();
-    let dest_for = destinations(paths, &files, w)?;
-    let hard_links = w.hard_links;
+    let target = match (&w.output, w.in_place) {
+        _ if w.dry_run => Target::DryRun,
+        (Some(out), _) => Target::Output(out.clone()),
+        (None, true) => Target::InPlace,
+        (None, false) => Target::DryRun,
+    };
     let opts = WriteOptions {
         backup: w.backup,
-        hard_links,
+        hard_links: w.hard_links,
         limits: Limits {
             max_decompressed: global.max_decompressed,
         },
     };
-    // Temporary files a killed run left: one look per destination directory.
-    let dirs: std::collections::BTreeSet<PathBuf> = files
-        .iter()
-        .zip(&dest_for)
-        .filter_map(|((path, _), dest)| match dest {
-            Dest::DryRun => None,
-            Dest::InPlace => std::fs::canonicalize(path)
-                .ok()?
-                .parent()
-                .map(Path::to_path_buf),
-            Dest::To(d) => d.parent().map(Path::to_path_buf),
-        })
-        .collect();
-    for d in &dirs {
-        rocpack_slim::sweep(if d.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            d
-        });
-    }
-    let op = action.operation();
-    let sizes: Vec<u64> = files
-        .iter()
-        .map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .collect();
-    let total: u64 = sizes.iter().sum();
-    // Progress counts each bundle twice, when it is written and when it is checked, so that
-    // one large file shows progress too (compressing a 1.6 GB library takes seconds).
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-    let done = AtomicU64::new(0);
     let progress = Progress::new(global.quiet);
-    let advance = |n: u64| {
-        let now = done.fetch_add(n, Relaxed) + n;
-        progress.update(now / 2, total);
-    };
-    let outcomes: Vec<Outcome> = files
-        .par_iter()
-        .zip(dest_for.par_iter())
-        .zip(sizes.par_iter())
-        .map(|(((path, explicit), dest), size)| {
-            let reported = AtomicU64::new(0);
-            let per_bundle = |_: rocpack_slim::Step, n: u64| {
-                // Never more than the file's share.
-                let before = reported.fetch_add(n, Relaxed);
-                let n = n.min((2 * size).saturating_sub(before));
-                advance(n);
-            };
-            let o = one_file(path, *explicit, dest, op, &opts, &per_bundle);
-            advance((2 * size).saturating_sub(reported.load(Relaxed)));
-            o
-        })
-        .filter(|o| {
-            o.error.is_some()
-                || o.plan.as_ref().is_some_and(|p| {
-                    p.bundles > 0 || p.code_object.is_some() || !p.skipped.is_empty()
-                })
-        })
-        .collect();
+    let tree = rocpack_slim::rewrite(paths, &target, action.operation(), &opts, &|done, total| {
+        progress.update(done, total)
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let (outcomes, walk_errors) = (&tree.outcomes, &tree.walk_errors);
 
     let mut out = io::BufWriter::new(io::stdout().lock());
     let mut err = io::stderr().lock();
-    for (p, e) in &walk_errors {
+    for (p, e) in walk_errors {
         writeln!(err, "error: {}: {}", path_text(p), escape_text(e))?;
     }
     if global.json {
-        for o in &outcomes {
+        for o in outcomes {
             serde_json::to_writer(&mut out, &json_record(&action, o))?;
             writeln!(out)?;
         }
     } else {
-        for o in &outcomes {
+        for o in outcomes {
             print_text(&mut out, &mut err, &action, o)?;
         }
-        summary(&mut out, &action, &outcomes)?;
+        summary(&mut out, &action, outcomes)?;
     }
     out.flush()?;
-    let bundles: usize = outcomes
-        .iter()
-        .filter_map(|o| o.plan.as_ref())
-        .map(|p| p.bundles)
-        .sum();
-    Ok(
-        if !walk_errors.is_empty() || outcomes.iter().any(Outcome::failed) {
-            Status::Error
-        } else if bundles == 0 && !matches!(action, Action::Strip(_)) {
-            if !global.quiet {
-                eprintln!("rocpack: no offload bundles found");
-            }
-            Status::NoMatch
-        } else {
-            Status::Ok
-        },
-    )
-}
-
-/// Our own temporary files and backups, which a directory walk must not rewrite.
-fn is_ours(path: &Path) -> bool {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    rocpack_scan::own::is_temp(path)
-        || name.ends_with(".orig")
-        || name
-            .rsplit_once(".orig.")
-            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The destination of each file: itself (in place), a path under the output directory, or
-/// nowhere (dry run).
-fn destinations(paths: &[PathBuf], files: &[(PathBuf, bool)], w: &WriteArgs) -> Result<Vec<Dest>> {
-    let Some(out) = &w.output else {
-        return Ok(files
-            .iter()
-            .map(|_| {
-                if w.in_place && !w.dry_run {
-                    Dest::InPlace
-                } else {
-                    Dest::DryRun
-                }
-            })
-            .collect());
-    };
-    if w.dry_run {
-        return Ok(files.iter().map(|_| Dest::DryRun).collect());
-    }
-    // One file to a path that is not a directory: write exactly there.
-    let single_file = files.len() == 1 && paths.len() == 1 && files.first().is_some_and(|f| f.1);
-    if single_file && !out.is_dir() {
-        return Ok(vec![Dest::To(out.clone())]);
-    }
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    files
-        .iter()
-        .map(|(f, explicit)| {
-            let rel: PathBuf = if *explicit {
-                f.file_name().map(PathBuf::from).unwrap_or_default()
-            } else {
-                paths
-                    .iter()
-                    .filter_map(|root| f.strip_prefix(root).ok())
-                    .next()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| f.file_name().map(PathBuf::from).unwrap_or_default())
-            };
-            Ok(Dest::To(out.join(rel)))
-        })
-        .collect()
-}
-
-fn one_file(
-    path: &Path,
-    explicit: bool,
-    dest: &Dest,
-    op: Operation<'_>,
-    opts: &WriteOptions,
-    progress: &rocpack_slim::Progress<'_>,
-) -> Outcome {
-    let mut o = Outcome {
-        path: path.to_path_buf(),
-        dest: None,
-        plan: None,
-        written: None,
-        error: None,
-        dry_run: matches!(dest, Dest::DryRun),
-        in_place: matches!(dest, Dest::InPlace),
-    };
-    if rocpack_scan::package_kind(path).is_some() && explicit {
-        o.error = Some("is a package; rewriting inside packages is not supported (unpack it, rewrite the files, pack it again)".into());
-        return o;
-    }
-    // In place, a symbolic link's target is rewritten and the link kept.
-    let real = match dest {
-        Dest::InPlace => match std::fs::canonicalize(path) {
-            Ok(p) => p,
-            Err(e) => {
-                o.error = Some(e.to_string());
-                return o;
-            }
-        },
-        _ => path.to_path_buf(),
-    };
-    let file = match rocpack_scan::open_regular(&real) {
-        Ok(f) => f,
-        Err(e) => {
-            o.error = Some(e.to_string());
-            return o;
+    Ok(if tree.failed() {
+        Status::Error
+    } else if tree.bundles() == 0 && !matches!(action, Action::Strip(_)) {
+        if !global.quiet {
+            eprintln!("rocpack: no offload bundles found");
         }
-    };
-    // Before anything reads it: reading sets the access time, which the new file must not take.
-    let before = match rocpack_slim::sys::meta(&file) {
-        Ok(m) => m,
-        Err(e) => {
-            o.error = Some(format!("cannot stat: {e}"));
-            return o;
-        }
-    };
-    let map = match rocpack_scan::Mapped::from_file(&file) {
-        Ok(m) => m,
-        Err(e) => {
-            o.error = Some(e.to_string());
-            return o;
-        }
-    };
-    let input = rocpack_slim::Input::file(&map, &file);
-    let mut p = match plan(input, op, opts.limits) {
-        Ok(p) => p,
-        Err(e) => {
-            o.error = Some(format!("not rewritten, the file does not parse: {e}"));
-            return o;
-        }
-    };
-    if let Err(e) = map.check_unchanged(&file) {
-        o.error = Some(format!("not rewritten: {e}"));
-        return o;
-    }
-    // The plan read headers through the map; the bundles themselves are streamed with pread,
-    // so the pages read so far need not stay part of this process.
-    map.release();
-    let target = match dest {
-        Dest::DryRun => {
-            rocpack_slim::measure(&mut p, input, opts.limits, progress);
-            None
-        }
-        Dest::InPlace => Some((real.clone(), true)),
-        Dest::To(d) => Some((d.clone(), false)),
-    };
-    if let Some((d, in_place)) = target {
-        if p.changes() {
-            if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if let Err(e) = std::fs::create_dir_all(parent) {
-                    o.error = Some(format!("creating {}: {e}", parent.display()));
-                    o.plan = Some(p);
-                    return o;
-                }
-            }
-            match rocpack_slim::apply(&file, &before, &map, &mut p, &d, in_place, opts, progress) {
-                Ok(w) => o.written = Some(w),
-                Err(e) => o.error = Some(e.message),
-            }
-            o.dest = Some(d);
-        }
-    }
-    o.plan = Some(p);
-    o
+        Status::NoMatch
+    } else {
+        Status::Ok
+    })
 }
 
 fn print_text(
