@@ -20,6 +20,8 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use crate::TargetId;
+
 /// The embedded catalogue text.
 const DATA: &str = include_str!("../data/gpus.toml");
 
@@ -350,6 +352,100 @@ pub fn find(name_or_alias: &str) -> Option<&'static Gpu> {
 pub fn search(filter: &str) -> Vec<&'static Gpu> {
     let filter = filter.trim().to_ascii_lowercase();
     all().iter().filter(|g| g.matches(&filter)).collect()
+}
+
+/// A GPU a user named: its target ID, and the product when a product name was given.
+///
+/// A processor is not a product: `gfx1100` (or `gfx90a:xnack+`, or the alias `navi31`)
+/// resolves without a product name; only a product name (`"RX 7900 XTX"`) gives one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The target ID, processor canonical.
+    pub target: TargetId,
+    /// The product, when one was named.
+    pub name: Option<String>,
+}
+
+/// Resolves what a user typed to name a GPU (`--gpu`, `--keep`). A target ID's processor may
+/// be an alias (navi21 is gfx1030); anything that is not a target ID is looked up among
+/// product names (`"RX 7900 XTX"`), and must name exactly one processor.
+///
+/// # Errors
+/// A generic target, an unknown name, or a name that matches several processors; the message
+/// says which and what to type instead.
+pub fn resolve(given: &str) -> Result<Resolved, String> {
+    let given = given.trim();
+    if let Ok(mut target) = TargetId::parse(given) {
+        if let Some(entry) = find(&target.processor) {
+            if entry.is_generic() {
+                return Err(format!(
+                    "{given:?} is a generic target, not a GPU; name one of its processors: {}",
+                    entry.members.join(", ")
+                ));
+            }
+            target.processor = entry.name.clone();
+            target.validate().map_err(|e| e.to_string())?;
+            return Ok(Resolved { target, name: None });
+        }
+        if crate::mach::by_name(&target.processor).is_some() {
+            target.validate().map_err(|e| e.to_string())?;
+            return Ok(Resolved { target, name: None });
+        }
+    }
+    let search =
+        |q: &str| -> Vec<_> { search(q).into_iter().filter(|g| !g.is_generic()).collect() };
+    let mut found = search(given);
+    if found.is_empty() {
+        // "AMD Radeon RX 6700 XT" as a user may write it; the catalogue says "Radeon RX 6700 XT".
+        found = search(&bare_product(given));
+    }
+    // "RX 6800" is also part of "RX 6800 XT" and "RX 6800M": a product named exactly so wins.
+    let exact: Vec<_> = found
+        .iter()
+        .copied()
+        .filter(|g| {
+            g.marketing
+                .iter()
+                .any(|p| bare_product(&p.name) == bare_product(given))
+        })
+        .collect();
+    if !exact.is_empty() {
+        found = exact;
+    }
+    match found.as_slice() {
+        [one] => {
+            // Name the product the user meant; a query that matched no product name (an
+            // architecture such as "cdna2" naming one processor) names the processor.
+            let wanted = bare_product(given);
+            let name = one
+                .marketing
+                .iter()
+                .find(|p| bare_product(&p.name).contains(&wanted))
+                .map(|p| p.name.clone());
+            Ok(Resolved {
+                target: TargetId::new(one.name.clone()),
+                name,
+            })
+        }
+        [] => Err(format!(
+            "unknown GPU {given:?}: not a target ID (such as gfx90a or gfx90a:sramecc+:xnack-), \
+             and no processor or product in `rocpack gpus` matches it"
+        )),
+        many => Err(format!(
+            "{given:?} matches several processors ({}); name one",
+            many.iter()
+                .map(|g| g.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// A product name without the maker's prefixes, lowercase: "AMD Radeon RX 6800" → "rx 6800".
+fn bare_product(name: &str) -> String {
+    let lower = name.trim().to_lowercase();
+    let lower = lower.strip_prefix("amd ").unwrap_or(&lower);
+    lower.strip_prefix("radeon ").unwrap_or(lower).to_owned()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use rocpack_amdgpu::compat::Verdict;
 use rocpack_check::{
     Cell, Gpu, Library, LibraryKind, Rules, VerdictCounts, evaluate, group, locations,
@@ -18,7 +18,7 @@ use crate::output::{self, Progress, Status};
 pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
     let rules = gpu_arg::rules(&args.rules)?;
     let gpus = if args.gpus.is_empty() {
-        detected_gpus(args.sysfs_root.as_deref(), "--gpu")?
+        gpu_arg::detected(args.sysfs_root.as_deref(), "--gpu")?
     } else {
         args.gpus
             .iter()
@@ -97,33 +97,6 @@ pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
     } else {
         Status::NoMatch
     })
-}
-
-/// The GPUs of this machine (or of a sysfs copy), as check's default. `flag` is the option
-/// that names GPUs instead, for the error when there are none.
-pub fn detected_gpus(sysfs_root: Option<&Path>, flag: &str) -> Result<Vec<Gpu>> {
-    let roots = match sysfs_root {
-        Some(dir) => rocpack_devices::Roots::at(dir),
-        None => rocpack_devices::Roots::system(),
-    };
-    let detection = rocpack_devices::detect(&roots)
-        .with_context(|| format!("reading GPUs from {}", roots.sys.display()))?;
-    if detection.devices.is_empty() {
-        bail!(
-            "no AMD GPU found in {} (no KFD GPU node); name the GPUs with {flag}, \
-             e.g. {flag} gfx1030 or {flag} \"RX 7900 XTX\"",
-            roots.sys.display()
-        );
-    }
-    Ok(detection
-        .devices
-        .into_iter()
-        .map(|d| Gpu {
-            given: d.target.to_string(),
-            target: d.target,
-            name: d.marketing_name.map(|m| m.name),
-        })
-        .collect())
 }
 
 fn print_text(

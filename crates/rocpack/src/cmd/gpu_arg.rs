@@ -4,104 +4,54 @@
 //! to a GPU without a product name, which reports label as a processor with all its products
 //! (`Gpu::label`); only a product name (`"RX 7900 XTX"`) gives the GPU that product's name.
 
-use anyhow::{Result, bail};
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
 use rocpack_amdgpu::catalogue;
+use rocpack_amdgpu::compat;
 use rocpack_amdgpu::compat::Policy;
 use rocpack_amdgpu::mach::GfxVersion;
-use rocpack_amdgpu::{TargetId, compat};
 use rocpack_check::{Gpu, Rules};
 
 use crate::args::RuleArgs;
 
-/// Resolves one `--gpu` value. A target ID's processor may be an alias (navi21 is gfx1030);
-/// anything that is not a target ID is looked up among product names (`"RX 7900 XTX"`), and
-/// must name exactly one processor.
+/// Resolves one `--gpu` value ([`catalogue::resolve`]): a target ID (its processor may be an
+/// alias: navi21 is gfx1030), else a product name (`"RX 7900 XTX"`) naming exactly one
+/// processor.
 pub fn resolve(given: &str) -> Result<Gpu> {
-    let given = given.trim();
-    if let Ok(mut target) = TargetId::parse(given) {
-        if let Some(entry) = catalogue::find(&target.processor) {
-            if entry.is_generic() {
-                bail!(
-                    "{given:?} is a generic target, not a GPU; name one of its processors: {}",
-                    entry.members.join(", ")
-                );
-            }
-            target.processor = entry.name.clone();
-            target.validate()?;
-            return Ok(Gpu {
-                given: given.to_owned(),
-                target,
-                name: None,
-            });
-        }
-        if rocpack_amdgpu::mach::by_name(&target.processor).is_some() {
-            target.validate()?;
-            return Ok(Gpu {
-                given: given.to_owned(),
-                target,
-                name: None,
-            });
-        }
-    }
-    let search = |q: &str| -> Vec<_> {
-        catalogue::search(q)
-            .into_iter()
-            .filter(|g| !g.is_generic())
-            .collect()
-    };
-    let mut found = search(given);
-    if found.is_empty() {
-        // "AMD Radeon RX 6700 XT" as a user may write it; the catalogue says "Radeon RX 6700 XT".
-        found = search(&bare_product(given));
-    }
-    // "RX 6800" is also part of "RX 6800 XT" and "RX 6800M": a product named exactly so wins.
-    let exact: Vec<_> = found
-        .iter()
-        .copied()
-        .filter(|g| {
-            g.marketing
-                .iter()
-                .any(|p| bare_product(&p.name) == bare_product(given))
-        })
-        .collect();
-    if !exact.is_empty() {
-        found = exact;
-    }
-    match found.as_slice() {
-        [one] => {
-            // Name the product the user meant; a query that matched no product name (an
-            // architecture such as "cdna2" naming one processor) names the processor.
-            let wanted = bare_product(given);
-            let name = one
-                .marketing
-                .iter()
-                .find(|p| bare_product(&p.name).contains(&wanted))
-                .map(|p| p.name.clone());
-            Ok(Gpu {
-                given: given.to_owned(),
-                target: TargetId::new(one.name.clone()),
-                name,
-            })
-        }
-        [] => bail!(
-            "unknown GPU {given:?}: not a target ID (such as gfx90a or gfx90a:sramecc+:xnack-), \
-             and no processor or product in `rocpack gpus` matches it"
-        ),
-        many => bail!(
-            "{given:?} matches several processors ({}); name one",
-            many.iter()
-                .map(|g| g.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
+    let r = catalogue::resolve(given).map_err(|e| anyhow!(e))?;
+    Ok(Gpu {
+        given: given.trim().to_owned(),
+        target: r.target,
+        name: r.name,
+    })
 }
 
-/// A product name without the maker's prefixes, lowercase: "AMD Radeon RX 6800" → "rx 6800".
-fn bare_product(name: &str) -> String {
-    let lower = name.trim().to_lowercase();
-    let lower = lower.strip_prefix("amd ").unwrap_or(&lower);
-    lower.strip_prefix("radeon ").unwrap_or(lower).to_owned()
+/// The GPUs of this machine (or of the sysfs tree under `sysfs_root`), for `flag`'s
+/// `--...-detected` form; an error naming `flag` when there is none.
+pub fn detected(sysfs_root: Option<&Path>, flag: &str) -> Result<Vec<Gpu>> {
+    let roots = match sysfs_root {
+        Some(dir) => rocpack_devices::Roots::at(dir),
+        None => rocpack_devices::Roots::system(),
+    };
+    let detection = rocpack_devices::detect(&roots)
+        .with_context(|| format!("reading GPUs from {}", roots.sys.display()))?;
+    if detection.devices.is_empty() {
+        bail!(
+            "no AMD GPU found in {} (no KFD GPU node); name the GPUs with {flag}, \
+             e.g. {flag} gfx1030 or {flag} \"RX 7900 XTX\"",
+            roots.sys.display()
+        );
+    }
+    Ok(detection
+        .devices
+        .into_iter()
+        .map(|d| Gpu {
+            given: d.target.to_string(),
+            target: d.target,
+            name: d.marketing_name.map(|m| m.name),
+        })
+        .collect())
 }
 
 /// The policy and override from the command line.

@@ -47,7 +47,7 @@ pub fn strip(global: &Global, args: &StripArgs) -> Result<Status> {
         .map(|g| gpu_arg::resolve(g).map(|g| Device::new(g.target)))
         .collect::<Result<_>>()?;
     if args.keep_detected {
-        let found = crate::cmd::check::detected_gpus(args.sysfs_root.as_deref(), "--keep")?;
+        let found = gpu_arg::detected(args.sysfs_root.as_deref(), "--keep")?;
         if !global.quiet {
             eprintln!(
                 "rocpack: keeping code for this machine's GPUs: {}",
