@@ -1423,125 +1423,36 @@ struct Statement {
     depth: usize,
 }
 
-/// Splits CMake text into commands; enough of the grammar for package configs (no bracket
-/// arguments, no escapes beyond quotes).
+/// Splits CMake text into commands with the CMake evaluator's lexer (as CMake's own
+/// `cmListFileLexer`), with each command's nesting depth in `if`, `foreach`, `function` and
+/// `macro` blocks. A file that does not lex gives no commands.
 fn cmake_statements(text: &str) -> Vec<Statement> {
-    let mut out = Vec::new();
+    let Ok(commands) = crate::cmake::lexer::tokenize(text.as_bytes()) else {
+        return Vec::new();
+    };
     let mut depth = 0usize;
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    let mut line = 1;
-    while i < bytes.len() {
-        let b = bytes.get(i).copied().unwrap_or(0);
-        if b == b'\n' {
-            line += 1;
-            i += 1;
-            continue;
-        }
-        if b == b'#' {
-            while i < bytes.len() && bytes.get(i) != Some(&b'\n') {
-                i += 1;
+    commands
+        .into_iter()
+        .map(|c| {
+            let name = c.name;
+            if matches!(
+                name.as_str(),
+                "endif" | "endforeach" | "endfunction" | "endmacro"
+            ) {
+                depth = depth.saturating_sub(1);
             }
-            continue;
-        }
-        if !(b.is_ascii_alphabetic() || b == b'_') {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while bytes
-            .get(i)
-            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
-        {
-            i += 1;
-        }
-        let name = text.get(start..i).unwrap_or("").to_ascii_lowercase();
-        while bytes.get(i).is_some_and(|c| *c == b' ' || *c == b'\t') {
-            i += 1;
-        }
-        if bytes.get(i) != Some(&b'(') {
-            continue;
-        }
-        let stmt_line = line;
-        i += 1;
-        let mut args = Vec::new();
-        let mut cur = String::new();
-        let mut in_arg = false;
-        let mut parens = 0usize;
-        while i < bytes.len() {
-            let c = bytes.get(i).copied().unwrap_or(0);
-            match c {
-                b'"' => {
-                    i += 1;
-                    let s = i;
-                    while i < bytes.len() && bytes.get(i) != Some(&b'"') {
-                        if bytes.get(i) == Some(&b'\n') {
-                            line += 1;
-                        }
-                        if bytes.get(i) == Some(&b'\\') {
-                            i += 1;
-                        }
-                        i += 1;
-                    }
-                    cur.push_str(text.get(s..i.min(bytes.len())).unwrap_or(""));
-                    in_arg = true;
-                }
-                b'(' => {
-                    parens += 1;
-                    cur.push('(');
-                    in_arg = true;
-                }
-                b')' if parens > 0 => {
-                    parens -= 1;
-                    cur.push(')');
-                }
-                b')' => {
-                    i += 1;
-                    break;
-                }
-                b'#' => {
-                    while i < bytes.len() && bytes.get(i) != Some(&b'\n') {
-                        i += 1;
-                    }
-                    continue;
-                }
-                b' ' | b'\t' | b'\n' | b'\r' => {
-                    if c == b'\n' {
-                        line += 1;
-                    }
-                    if in_arg {
-                        args.push(std::mem::take(&mut cur));
-                        in_arg = false;
-                    }
-                }
-                _ => {
-                    if let Some(ch) = text.get(i..).and_then(|t| t.chars().next()) {
-                        cur.push(ch);
-                        i += ch.len_utf8();
-                        in_arg = true;
-                        continue;
-                    }
-                }
+            let st = Statement {
+                args: c.args.into_iter().map(|a| a.text).collect(),
+                line: c.line as usize,
+                depth,
+                command: name,
+            };
+            if matches!(st.command.as_str(), "if" | "foreach" | "function" | "macro") {
+                depth += 1;
             }
-            i += 1;
-        }
-        if in_arg {
-            args.push(cur);
-        }
-        if name == "endif" || name == "endforeach" || name == "endfunction" || name == "endmacro" {
-            depth = depth.saturating_sub(1);
-        }
-        out.push(Statement {
-            command: name.clone(),
-            args,
-            line: stmt_line,
-            depth,
-        });
-        if name == "if" || name == "foreach" || name == "function" || name == "macro" {
-            depth += 1;
-        }
-    }
-    out
+            st
+        })
+        .collect()
 }
 
 /// Expands `${VAR}` from `vars`; `None` when a variable is unknown.

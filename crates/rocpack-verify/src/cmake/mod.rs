@@ -74,7 +74,7 @@ mod checks;
 mod cond;
 mod consolidate;
 mod eval;
-mod lexer;
+pub(crate) mod lexer;
 mod paths;
 pub mod project;
 mod regex;
