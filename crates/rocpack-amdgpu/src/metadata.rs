@@ -1,6 +1,8 @@
 //! Kernel metadata from the code object's notes: `NT_AMDGPU_METADATA` (msgpack, code object
 //! V3 and later) and `NT_AMD_HSA_METADATA` (YAML, V2).
 
+use std::borrow::Cow;
+
 use rocpack_bytes::{Bytes, align_up, lossless_string};
 
 use crate::msgpack::{self, Value};
@@ -57,25 +59,63 @@ pub struct Note<'a> {
     pub desc: &'a [u8],
 }
 
+/// Where a code object's bytes are read from: the bytes themselves, or (given by the caller)
+/// positional reads of the file holding them, which reads the few KB of headers and notes
+/// without mapping in the pages around them.
+pub trait Source {
+    /// `len` bytes at `offset` into the code object.
+    ///
+    /// # Errors
+    /// [`rocpack_bytes::OutOfBounds`] when they run past the code object's end.
+    fn bytes(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, rocpack_bytes::OutOfBounds>;
+}
+
+impl Source for [u8] {
+    fn bytes(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, rocpack_bytes::OutOfBounds> {
+        Bytes::new(self).read_at(offset, len).map(Cow::Borrowed)
+    }
+}
+
+fn oob(what: &'static str) -> impl Fn(rocpack_bytes::OutOfBounds) -> MetadataError {
+    move |source| MetadataError::OutOfBounds { what, source }
+}
+
 /// Every note of the code object: those in `PT_NOTE` segments, or when there are none (as in
 /// relocatable objects), those in `SHT_NOTE` sections, as comgr reads them.
 ///
 /// # Errors
 /// [`MetadataError`] when the ELF tables or a note run outside the code object.
 pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
-    let b = Bytes::new(data);
+    let mut out = Vec::new();
+    for (off, size, align) in note_ranges(data)? {
+        let seg = Bytes::new(data)
+            .read_at(off, size)
+            .map_err(oob("note segment"))?;
+        segment_notes(off, seg, align, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The (offset, size, alignment) of each note segment (or section), each byte range once.
+fn note_ranges(src: &(impl Source + ?Sized)) -> Result<Vec<(u64, u64, u64)>, MetadataError> {
+    // Everything the ELF header says is in its first 64 bytes.
+    let head = match src.bytes(0, 64) {
+        Ok(h) => h,
+        Err(e) => src.bytes(0, e.size).map_err(oob("ELF header"))?,
+    };
+    let b = Bytes::new(&head);
     if !b.has_at(0, b"\x7fELF") || b.u8(4).ok() != Some(2) || b.u8(5).ok() != Some(1) {
         return Err(MetadataError::NotElf64);
     }
-    let oob = |what| move |source| MetadataError::OutOfBounds { what, source };
     let mut ranges = Vec::new();
     let phoff = b.u64(32).map_err(oob("e_phoff"))?;
     let phentsize = u64::from(b.u16(54).map_err(oob("e_phentsize"))?);
     let phnum = u64::from(b.u16(56).map_err(oob("e_phnum"))?);
     for i in 0..phnum {
-        let ph = b
-            .sub(phoff.saturating_add(i.saturating_mul(phentsize)), 56)
+        let ph = src
+            .bytes(phoff.saturating_add(i.saturating_mul(phentsize)), 56)
             .map_err(oob("program header"))?;
+        let ph = Bytes::new(&ph);
         if ph.u32(0).map_err(oob("p_type"))? == PT_NOTE {
             let off = ph.u64(8).map_err(oob("p_offset"))?;
             let size = ph.u64(32).map_err(oob("p_filesz"))?;
@@ -88,9 +128,10 @@ pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
         let shentsize = u64::from(b.u16(58).map_err(oob("e_shentsize"))?);
         let shnum = u64::from(b.u16(60).map_err(oob("e_shnum"))?);
         for i in 0..shnum {
-            let sh = b
-                .sub(shoff.saturating_add(i.saturating_mul(shentsize)), 64)
+            let sh = src
+                .bytes(shoff.saturating_add(i.saturating_mul(shentsize)), 64)
                 .map_err(oob("section header"))?;
+            let sh = Bytes::new(&sh);
             if sh.u32(4).map_err(oob("sh_type"))? == SHT_NOTE {
                 let off = sh.u64(24).map_err(oob("sh_offset"))?;
                 let size = sh.u64(32).map_err(oob("sh_size"))?;
@@ -102,37 +143,47 @@ pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
     // Read each byte range once: hostile files can point many PT_NOTEs at the same bytes.
     ranges.sort_unstable();
     let mut covered_to = 0u64;
-    let mut out = Vec::new();
-    for (off, size, align) in ranges {
+    ranges.retain(|&(off, size, _)| {
         if off < covered_to {
-            continue;
+            return false;
         }
         covered_to = off.saturating_add(size);
-        let seg = b.sub(off, size).map_err(oob("note segment"))?;
-        // Notes are 4-byte aligned; an 8-byte aligned note segment pads to 8 (gABI).
-        let align = if align == 8 { 8 } else { 4 };
-        let mut pos = 0u64;
-        while pos < seg.len() {
-            let namesz = u64::from(seg.u32(pos).map_err(oob("note header"))?);
-            let descsz = u64::from(seg.u32(pos + 4).map_err(oob("note header"))?);
-            let n_type = seg.u32(pos + 8).map_err(oob("note header"))?;
-            let name_at = pos + 12;
-            let name = seg.read_at(name_at, namesz).map_err(oob("note name"))?;
-            let desc_at = align_up(name_at + namesz, align).unwrap_or(u64::MAX);
-            let desc = seg
-                .read_at(desc_at, descsz)
-                .map_err(oob("note descriptor"))?;
-            let name = name.strip_suffix(&[0]).unwrap_or(name);
-            out.push(Note {
-                offset: off.saturating_add(pos),
-                name,
-                n_type,
-                desc,
-            });
-            pos = align_up(desc_at + descsz, align).unwrap_or(u64::MAX);
-        }
+        true
+    });
+    Ok(ranges)
+}
+
+/// The notes of one segment, which starts at `off` in the code object.
+fn segment_notes<'a>(
+    off: u64,
+    seg: &'a [u8],
+    align: u64,
+    out: &mut Vec<Note<'a>>,
+) -> Result<(), MetadataError> {
+    let seg = Bytes::new(seg);
+    // Notes are 4-byte aligned; an 8-byte aligned note segment pads to 8 (gABI).
+    let align = if align == 8 { 8 } else { 4 };
+    let mut pos = 0u64;
+    while pos < seg.len() {
+        let namesz = u64::from(seg.u32(pos).map_err(oob("note header"))?);
+        let descsz = u64::from(seg.u32(pos + 4).map_err(oob("note header"))?);
+        let n_type = seg.u32(pos + 8).map_err(oob("note header"))?;
+        let name_at = pos + 12;
+        let name = seg.read_at(name_at, namesz).map_err(oob("note name"))?;
+        let desc_at = align_up(name_at + namesz, align).unwrap_or(u64::MAX);
+        let desc = seg
+            .read_at(desc_at, descsz)
+            .map_err(oob("note descriptor"))?;
+        let name = name.strip_suffix(&[0]).unwrap_or(name);
+        out.push(Note {
+            offset: off.saturating_add(pos),
+            name,
+            n_type,
+            desc,
+        });
+        pos = align_up(desc_at + descsz, align).unwrap_or(u64::MAX);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Which note the metadata came from.
@@ -206,7 +257,39 @@ pub fn read(data: &[u8]) -> Result<Option<Metadata>, MetadataError> {
 /// # Errors
 /// [`MetadataError`] when the ELF tables or the note are malformed.
 pub fn read_with(data: &[u8], names: &mut Demangler) -> Result<Option<Metadata>, MetadataError> {
-    for note in notes(data)? {
+    read_from(data, names)
+}
+
+/// As [`read_with`], reading only the ELF header, the program (or section) headers and the
+/// note segments from `src`.
+///
+/// # Errors
+/// [`MetadataError`] when the ELF tables or the note are malformed.
+pub fn read_from(
+    src: &(impl Source + ?Sized),
+    names: &mut Demangler,
+) -> Result<Option<Metadata>, MetadataError> {
+    // Read every segment, then check them in order: the first problem is reported, as when
+    // the notes are read from the bytes themselves.
+    let mut segments = Vec::new();
+    let mut unreadable = None;
+    for (off, size, align) in note_ranges(src)? {
+        match src.bytes(off, size) {
+            Ok(seg) => segments.push((off, seg, align)),
+            Err(e) => {
+                unreadable = Some(oob("note segment")(e));
+                break;
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for (off, seg, align) in &segments {
+        segment_notes(*off, seg, *align, &mut notes)?;
+    }
+    if let Some(e) = unreadable {
+        return Err(e);
+    }
+    for note in notes {
         let size = note.desc.len() as u64;
         let is_msgpack = note.name == b"AMDGPU" && note.n_type == NT_AMDGPU_METADATA;
         let is_yaml = note.name == b"AMD" && note.n_type == NT_AMD_HSA_METADATA;
