@@ -2,7 +2,7 @@
 # Benchmark: `rocpack show --kernels` (text, --json, --jsonl) on Debian sid's librocsparse.so.1.0
 # (1.67 GB, 1,420 code objects, 184,020 kernels, uncompressed bundles) and on the plugin inside
 # the jax-rocm7-pjrt wheel (459 MB, 45 compressed bundles decompressing to 2.4 GB), with a
-# baseline binary (BASE, default `main`) and this checkout's, in one run.
+# baseline binary and this checkout's, in one run.
 #
 # Reports: whether the outputs of the two binaries are byte-identical (text and --json; the run
 # fails if not); wall time with hyperfine (warm cache, librocsparse only); and wall, user and
@@ -10,32 +10,21 @@
 # baseline, new, ...), medians, so that load from other processes falls on both alike.
 # The jax plugin is measured in one pair per mode: the baseline takes about a minute there.
 #
-#   bench/kernels.sh [BASE]    results also written to bench/results/kernels-<date>.txt
+#   bench/kernels.sh BASELINE_BINARY    results also written to bench/results/kernels-<date>.txt
 #
-# ROCPACK_BASE_BIN=path uses an already built baseline binary instead of building BASE;
-# RUNS=n sets the number of pairs on librocsparse (default 7).
+# BASELINE_BINARY: a built rocpack to compare with, e.g. main's (bench/run.sh builds any
+# revision); RUNS=n sets the number of pairs on librocsparse (default 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${1:-main}
+baseline=${1:?usage: bench/kernels.sh BASELINE_BINARY}
 runs=${RUNS:-7}
 scripts/install-deps.sh
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
 corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus}
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-bench-kernels.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-# The baseline is built from `git archive BASE` with this checkout's target directory, so the
-# dependencies are compiled once; the binary is copied out before this checkout is built.
-if [ -n "${ROCPACK_BASE_BIN:-}" ]; then
-  cp "$ROCPACK_BASE_BIN" "$work/rocpack-base"
-  base_desc="$ROCPACK_BASE_BIN"
-else
-  mkdir "$work/src"
-  git archive "$base" | tar -x -C "$work/src"
-  (cd "$work/src" && CARGO_TARGET_DIR="$OLDPWD/target" cargo build --release --locked --quiet -p rocpack)
-  cp target/release/rocpack "$work/rocpack-base"
-  base_desc="$base ($(git rev-parse --short "$base"))"
-fi
+cp "$baseline" "$work/rocpack-base"
+base_desc="$baseline ($("$baseline" --version))"
 cargo build --release --locked --quiet -p rocpack
 cp target/release/rocpack "$work/rocpack-new"
 
