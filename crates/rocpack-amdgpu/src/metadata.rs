@@ -1,6 +1,8 @@
 //! Kernel metadata from the code object's notes: `NT_AMDGPU_METADATA` (msgpack, code object
 //! V3 and later) and `NT_AMD_HSA_METADATA` (YAML, V2).
 
+use std::borrow::Cow;
+
 use rocpack_bytes::{Bytes, align_up, lossless_string};
 
 use crate::msgpack::{self, Value};
@@ -57,25 +59,63 @@ pub struct Note<'a> {
     pub desc: &'a [u8],
 }
 
+/// Where a code object's bytes are read from: the bytes themselves, or (given by the caller)
+/// positional reads of the file holding them, which reads the few KB of headers and notes
+/// without mapping in the pages around them.
+pub trait Source {
+    /// `len` bytes at `offset` into the code object.
+    ///
+    /// # Errors
+    /// [`rocpack_bytes::OutOfBounds`] when they run past the code object's end.
+    fn bytes(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, rocpack_bytes::OutOfBounds>;
+}
+
+impl Source for [u8] {
+    fn bytes(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, rocpack_bytes::OutOfBounds> {
+        Bytes::new(self).read_at(offset, len).map(Cow::Borrowed)
+    }
+}
+
+fn oob(what: &'static str) -> impl Fn(rocpack_bytes::OutOfBounds) -> MetadataError {
+    move |source| MetadataError::OutOfBounds { what, source }
+}
+
 /// Every note of the code object: those in `PT_NOTE` segments, or when there are none (as in
 /// relocatable objects), those in `SHT_NOTE` sections, as comgr reads them.
 ///
 /// # Errors
 /// [`MetadataError`] when the ELF tables or a note run outside the code object.
 pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
-    let b = Bytes::new(data);
+    let mut out = Vec::new();
+    for (off, size, align) in note_ranges(data)? {
+        let seg = Bytes::new(data)
+            .read_at(off, size)
+            .map_err(oob("note segment"))?;
+        segment_notes(off, seg, align, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The (offset, size, alignment) of each note segment (or section), each byte range once.
+fn note_ranges(src: &(impl Source + ?Sized)) -> Result<Vec<(u64, u64, u64)>, MetadataError> {
+    // Everything the ELF header says is in its first 64 bytes.
+    let head = match src.bytes(0, 64) {
+        Ok(h) => h,
+        Err(e) => src.bytes(0, e.size).map_err(oob("ELF header"))?,
+    };
+    let b = Bytes::new(&head);
     if !b.has_at(0, b"\x7fELF") || b.u8(4).ok() != Some(2) || b.u8(5).ok() != Some(1) {
         return Err(MetadataError::NotElf64);
     }
-    let oob = |what| move |source| MetadataError::OutOfBounds { what, source };
     let mut ranges = Vec::new();
     let phoff = b.u64(32).map_err(oob("e_phoff"))?;
     let phentsize = u64::from(b.u16(54).map_err(oob("e_phentsize"))?);
     let phnum = u64::from(b.u16(56).map_err(oob("e_phnum"))?);
     for i in 0..phnum {
-        let ph = b
-            .sub(phoff.saturating_add(i.saturating_mul(phentsize)), 56)
+        let ph = src
+            .bytes(phoff.saturating_add(i.saturating_mul(phentsize)), 56)
             .map_err(oob("program header"))?;
+        let ph = Bytes::new(&ph);
         if ph.u32(0).map_err(oob("p_type"))? == PT_NOTE {
             let off = ph.u64(8).map_err(oob("p_offset"))?;
             let size = ph.u64(32).map_err(oob("p_filesz"))?;
@@ -88,9 +128,10 @@ pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
         let shentsize = u64::from(b.u16(58).map_err(oob("e_shentsize"))?);
         let shnum = u64::from(b.u16(60).map_err(oob("e_shnum"))?);
         for i in 0..shnum {
-            let sh = b
-                .sub(shoff.saturating_add(i.saturating_mul(shentsize)), 64)
+            let sh = src
+                .bytes(shoff.saturating_add(i.saturating_mul(shentsize)), 64)
                 .map_err(oob("section header"))?;
+            let sh = Bytes::new(&sh);
             if sh.u32(4).map_err(oob("sh_type"))? == SHT_NOTE {
                 let off = sh.u64(24).map_err(oob("sh_offset"))?;
                 let size = sh.u64(32).map_err(oob("sh_size"))?;
@@ -102,37 +143,47 @@ pub fn notes(data: &[u8]) -> Result<Vec<Note<'_>>, MetadataError> {
     // Read each byte range once: hostile files can point many PT_NOTEs at the same bytes.
     ranges.sort_unstable();
     let mut covered_to = 0u64;
-    let mut out = Vec::new();
-    for (off, size, align) in ranges {
+    ranges.retain(|&(off, size, _)| {
         if off < covered_to {
-            continue;
+            return false;
         }
         covered_to = off.saturating_add(size);
-        let seg = b.sub(off, size).map_err(oob("note segment"))?;
-        // Notes are 4-byte aligned; an 8-byte aligned note segment pads to 8 (gABI).
-        let align = if align == 8 { 8 } else { 4 };
-        let mut pos = 0u64;
-        while pos < seg.len() {
-            let namesz = u64::from(seg.u32(pos).map_err(oob("note header"))?);
-            let descsz = u64::from(seg.u32(pos + 4).map_err(oob("note header"))?);
-            let n_type = seg.u32(pos + 8).map_err(oob("note header"))?;
-            let name_at = pos + 12;
-            let name = seg.read_at(name_at, namesz).map_err(oob("note name"))?;
-            let desc_at = align_up(name_at + namesz, align).unwrap_or(u64::MAX);
-            let desc = seg
-                .read_at(desc_at, descsz)
-                .map_err(oob("note descriptor"))?;
-            let name = name.strip_suffix(&[0]).unwrap_or(name);
-            out.push(Note {
-                offset: off.saturating_add(pos),
-                name,
-                n_type,
-                desc,
-            });
-            pos = align_up(desc_at + descsz, align).unwrap_or(u64::MAX);
-        }
+        true
+    });
+    Ok(ranges)
+}
+
+/// The notes of one segment, which starts at `off` in the code object.
+fn segment_notes<'a>(
+    off: u64,
+    seg: &'a [u8],
+    align: u64,
+    out: &mut Vec<Note<'a>>,
+) -> Result<(), MetadataError> {
+    let seg = Bytes::new(seg);
+    // Notes are 4-byte aligned; an 8-byte aligned note segment pads to 8 (gABI).
+    let align = if align == 8 { 8 } else { 4 };
+    let mut pos = 0u64;
+    while pos < seg.len() {
+        let namesz = u64::from(seg.u32(pos).map_err(oob("note header"))?);
+        let descsz = u64::from(seg.u32(pos + 4).map_err(oob("note header"))?);
+        let n_type = seg.u32(pos + 8).map_err(oob("note header"))?;
+        let name_at = pos + 12;
+        let name = seg.read_at(name_at, namesz).map_err(oob("note name"))?;
+        let desc_at = align_up(name_at + namesz, align).unwrap_or(u64::MAX);
+        let desc = seg
+            .read_at(desc_at, descsz)
+            .map_err(oob("note descriptor"))?;
+        let name = name.strip_suffix(&[0]).unwrap_or(name);
+        out.push(Note {
+            offset: off.saturating_add(pos),
+            name,
+            n_type,
+            desc,
+        });
+        pos = align_up(desc_at + descsz, align).unwrap_or(u64::MAX);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Which note the metadata came from.
@@ -196,7 +247,49 @@ pub struct Metadata {
 /// # Errors
 /// [`MetadataError`] when the ELF tables or the note are malformed.
 pub fn read(data: &[u8]) -> Result<Option<Metadata>, MetadataError> {
-    for note in notes(data)? {
+    read_with(data, &mut Demangler::new(0))
+}
+
+/// As [`read`], demangling kernel names through `names`, which remembers the names of the
+/// code objects read before: the code objects of one bundle (one per GPU) mostly hold the same
+/// kernels, so reading a bundle's code objects one after another demangles each name once.
+///
+/// # Errors
+/// [`MetadataError`] when the ELF tables or the note are malformed.
+pub fn read_with(data: &[u8], names: &mut Demangler) -> Result<Option<Metadata>, MetadataError> {
+    read_from(data, names)
+}
+
+/// As [`read_with`], reading only the ELF header, the program (or section) headers and the
+/// note segments from `src`.
+///
+/// # Errors
+/// [`MetadataError`] when the ELF tables or the note are malformed.
+pub fn read_from(
+    src: &(impl Source + ?Sized),
+    names: &mut Demangler,
+) -> Result<Option<Metadata>, MetadataError> {
+    // Read every segment, then check them in order: the first problem is reported, as when
+    // the notes are read from the bytes themselves.
+    let mut segments = Vec::new();
+    let mut unreadable = None;
+    for (off, size, align) in note_ranges(src)? {
+        match src.bytes(off, size) {
+            Ok(seg) => segments.push((off, seg, align)),
+            Err(e) => {
+                unreadable = Some(oob("note segment")(e));
+                break;
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for (off, seg, align) in &segments {
+        segment_notes(*off, seg, *align, &mut notes)?;
+    }
+    if let Some(e) = unreadable {
+        return Err(e);
+    }
+    for note in notes {
         let size = note.desc.len() as u64;
         let is_msgpack = note.name == b"AMDGPU" && note.n_type == NT_AMDGPU_METADATA;
         let is_yaml = note.name == b"AMD" && note.n_type == NT_AMD_HSA_METADATA;
@@ -207,11 +300,12 @@ pub fn read(data: &[u8]) -> Result<Option<Metadata>, MetadataError> {
             });
         }
         if is_msgpack {
-            let doc = msgpack::decode(note.desc).map_err(|source| MetadataError::MsgPack {
-                note_offset: note.offset,
-                source,
-            })?;
-            return Ok(Some(from_msgpack(&doc)));
+            return from_msgpack(note.desc, names).map(Some).map_err(|source| {
+                MetadataError::MsgPack {
+                    note_offset: note.offset,
+                    source,
+                }
+            });
         }
         if is_yaml {
             return from_yaml(note.desc)
@@ -248,52 +342,120 @@ pub fn demangle(name: &str) -> Option<String> {
         .ok()
 }
 
-fn from_msgpack(doc: &Value<'_>) -> Metadata {
-    let version = doc.get("amdhsa.version").and_then(|v| {
-        let mut a = v.as_array()?;
-        Some([a.next()?.as_u64()?, a.next()?.as_u64()?])
-    });
-    let text = |v: Option<Value<'_>>| v.and_then(|v| v.as_str().map(|s| s.into_owned()));
-    let kernels = doc
-        .get("amdhsa.kernels")
-        .and_then(|k| k.as_array())
-        .into_iter()
-        .flatten()
-        .map(|k| {
-            let mut kernel = Kernel::default();
-            // One pass over the kernel's map; `.args` and other keys are skipped unread.
-            for (key, v) in k.as_map().into_iter().flatten() {
-                let Value::Str(key) = key else { continue };
-                let n = v.as_u64();
-                match key {
-                    b".name" => {
-                        kernel.name = v.as_str().map(|s| s.into_owned()).unwrap_or_default()
-                    }
-                    b".symbol" => kernel.symbol = v.as_str().map(|s| s.into_owned()),
-                    b".sgpr_count" => kernel.sgpr_count = n,
-                    b".vgpr_count" => kernel.vgpr_count = n,
-                    b".agpr_count" => kernel.agpr_count = n,
-                    b".sgpr_spill_count" => kernel.sgpr_spill_count = n,
-                    b".vgpr_spill_count" => kernel.vgpr_spill_count = n,
-                    b".group_segment_fixed_size" => kernel.lds_size = n,
-                    b".private_segment_fixed_size" => kernel.scratch_size = n,
-                    b".uses_dynamic_stack" => kernel.uses_dynamic_stack = v.as_bool(),
-                    b".wavefront_size" => kernel.wavefront_size = n,
-                    b".max_flat_workgroup_size" => kernel.max_flat_workgroup_size = n,
-                    b".kernarg_segment_size" => kernel.kernarg_size = n,
-                    _ => {}
+/// Demangles kernel names, remembering up to a byte budget of recent names (see
+/// [`read_with`]). When the budget is spent the memory is cleared and starts again, so it holds
+/// at most about `budget` bytes of names whatever the input.
+#[derive(Debug, Default)]
+pub struct Demangler {
+    seen: std::collections::HashMap<String, Option<String>>,
+    held: usize,
+    budget: usize,
+}
+
+impl Demangler {
+    /// A demangler remembering about `budget` bytes of names (0: none).
+    pub fn new(budget: usize) -> Self {
+        Demangler {
+            budget,
+            ..Demangler::default()
+        }
+    }
+
+    /// [`demangle`], answered from memory for a name seen recently.
+    pub fn demangle(&mut self, name: &str) -> Option<String> {
+        if let Some(d) = self.seen.get(name) {
+            return d.clone();
+        }
+        let d = demangle(name);
+        let cost = name.len() + d.as_ref().map_or(0, String::len);
+        if cost <= self.budget {
+            if self.held + cost > self.budget {
+                self.seen.clear();
+                self.held = 0;
+            }
+            self.held += cost;
+            self.seen.insert(name.to_owned(), d.clone());
+        }
+        d
+    }
+}
+
+/// Decodes the msgpack document in one pass: only `amdhsa.version`, `amdhsa.target` and the
+/// kernels' own scalar fields are read; everything else (`.args`, other keys) is validated
+/// and skipped as it is passed. For a key given twice the first occurrence counts (a kernel's
+/// own keys: the last), as in a lookup over the decoded document. The whole document is
+/// validated, so one malformed byte anywhere fails it, as [`msgpack::decode`] would.
+fn from_msgpack(desc: &[u8], names: &mut Demangler) -> Result<Metadata, msgpack::DecodeError> {
+    let mut md = Metadata {
+        format: MetadataFormat::MsgPack,
+        version: None,
+        target: None,
+        kernels: Vec::new(),
+    };
+    let mut c = msgpack::Cursor::new(desc);
+    // Depths as `msgpack::decode` counts them: the document 0, its keys and values 1, the
+    // kernels 2, a kernel's keys and values 3.
+    let Some(pairs) = c.map_head(0)? else {
+        return Ok(md);
+    };
+    let (mut version, mut target, mut kernels) = (false, false, false);
+    for _ in 0..pairs {
+        match c.value(1)? {
+            Value::Str(b"amdhsa.kernels") if !kernels => {
+                kernels = true;
+                for _ in 0..c.array_head(1)?.unwrap_or(0) {
+                    md.kernels.push(kernel(&mut c, names)?);
                 }
             }
-            kernel.demangled = demangle(&kernel.name);
-            kernel
-        })
-        .collect();
-    Metadata {
-        format: MetadataFormat::MsgPack,
-        version,
-        target: text(doc.get("amdhsa.target")),
-        kernels,
+            Value::Str(b"amdhsa.version") if !version => {
+                version = true;
+                let v = c.value(1)?;
+                md.version = v
+                    .as_array()
+                    .and_then(|mut a| Some([a.next()?.as_u64()?, a.next()?.as_u64()?]));
+            }
+            Value::Str(b"amdhsa.target") if !target => {
+                target = true;
+                md.target = c.value(1)?.as_str().map(|s| s.into_owned());
+            }
+            _ => {
+                c.value(1)?;
+            }
+        }
     }
+    Ok(md)
+}
+
+/// One element of `amdhsa.kernels`; an element that is not a map is a kernel with no fields.
+fn kernel(
+    c: &mut msgpack::Cursor<'_>,
+    names: &mut Demangler,
+) -> Result<Kernel, msgpack::DecodeError> {
+    let mut kernel = Kernel::default();
+    for _ in 0..c.map_head(2)?.unwrap_or(0) {
+        let key = c.value(3)?;
+        let v = c.value(3)?;
+        let Value::Str(key) = key else { continue };
+        let n = v.as_u64();
+        match key {
+            b".name" => kernel.name = v.as_str().map(|s| s.into_owned()).unwrap_or_default(),
+            b".symbol" => kernel.symbol = v.as_str().map(|s| s.into_owned()),
+            b".sgpr_count" => kernel.sgpr_count = n,
+            b".vgpr_count" => kernel.vgpr_count = n,
+            b".agpr_count" => kernel.agpr_count = n,
+            b".sgpr_spill_count" => kernel.sgpr_spill_count = n,
+            b".vgpr_spill_count" => kernel.vgpr_spill_count = n,
+            b".group_segment_fixed_size" => kernel.lds_size = n,
+            b".private_segment_fixed_size" => kernel.scratch_size = n,
+            b".uses_dynamic_stack" => kernel.uses_dynamic_stack = v.as_bool(),
+            b".wavefront_size" => kernel.wavefront_size = n,
+            b".max_flat_workgroup_size" => kernel.max_flat_workgroup_size = n,
+            b".kernarg_segment_size" => kernel.kernarg_size = n,
+            _ => {}
+        }
+    }
+    kernel.demangled = names.demangle(&kernel.name);
+    Ok(kernel)
 }
 
 /// LLVM never writes YAML anchors into metadata, and the loader copies the anchored node at
@@ -396,6 +558,116 @@ mod tests {
     fn yaml_aliases_are_refused() {
         let doc = b"---\na: &x [1, 2]\nb: [*x, *x]\n...\n";
         assert!(from_yaml(doc).unwrap_err().contains("alias"));
+    }
+
+    /// A msgpack string (fixstr or str8).
+    fn mp_str(s: &str) -> Vec<u8> {
+        let mut v = if s.len() < 32 {
+            vec![0xa0 | s.len() as u8]
+        } else {
+            vec![0xd9, s.len() as u8]
+        };
+        v.extend_from_slice(s.as_bytes());
+        v
+    }
+
+    /// A map of string keys (fixmap), values already encoded.
+    fn mp_map(pairs: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut v = vec![0x80 | pairs.len() as u8];
+        for (k, val) in pairs {
+            v.extend(mp_str(k));
+            v.extend_from_slice(val);
+        }
+        v
+    }
+
+    fn mp_array(items: &[Vec<u8>]) -> Vec<u8> {
+        let mut v = vec![0x90 | items.len() as u8];
+        for i in items {
+            v.extend_from_slice(i);
+        }
+        v
+    }
+
+    /// A metadata document with the shapes real ones have (`.args` arrays of maps) and the odd
+    /// ones a hostile file may have: repeated keys, a kernel that is not a map, an unknown key.
+    fn sample_document() -> Vec<u8> {
+        let args = mp_array(&[
+            mp_map(&[(".size", vec![8]), (".value_kind", mp_str("global_buffer"))]),
+            mp_map(&[(".size", vec![4]), (".value_kind", mp_str("by_value"))]),
+        ]);
+        let k1 = mp_map(&[
+            (".args", args),
+            (".name", mp_str("_Z8tu1_fillPff")),
+            (".symbol", mp_str("_Z8tu1_fillPff.kd")),
+            (".sgpr_count", vec![0xcc, 200]),
+            (".vgpr_count", vec![12]),
+            (".vgpr_count", vec![13]),
+            (".uses_dynamic_stack", vec![0xc3]),
+            (".group_segment_fixed_size", vec![0xcd, 0x10, 0x00]),
+        ]);
+        let k2 = mp_str("not a map");
+        let k3 = mp_map(&[(".name", mp_str("vadd")), (".wavefront_size", vec![64])]);
+        mp_map(&[
+            ("amdhsa.printf", mp_array(&[mp_str("1:4:%d")])),
+            ("amdhsa.version", mp_array(&[vec![1], vec![2]])),
+            ("amdhsa.version", mp_array(&[vec![9], vec![9]])),
+            ("amdhsa.kernels", mp_array(&[k1, k2, k3])),
+            ("amdhsa.kernels", mp_array(&[])),
+            ("amdhsa.target", mp_str("amdgcn-amd-amdhsa--gfx90a")),
+        ])
+    }
+
+    #[test]
+    fn msgpack_metadata_is_read_in_one_pass() {
+        let md = from_msgpack(&sample_document(), &mut Demangler::new(0)).unwrap();
+        assert_eq!(md.version, Some([1, 2]), "the first amdhsa.version counts");
+        assert_eq!(md.target.as_deref(), Some("amdgcn-amd-amdhsa--gfx90a"));
+        assert_eq!(md.kernels.len(), 3, "the first amdhsa.kernels counts");
+        let k = &md.kernels[0];
+        assert_eq!(k.name, "_Z8tu1_fillPff");
+        assert_eq!(k.demangled.as_deref(), Some("tu1_fill(float*, float)"));
+        assert_eq!(k.symbol.as_deref(), Some("_Z8tu1_fillPff.kd"));
+        assert_eq!((k.sgpr_count, k.vgpr_count), (Some(200), Some(13)));
+        assert_eq!((k.lds_size, k.uses_dynamic_stack), (Some(4096), Some(true)));
+        assert_eq!(md.kernels[1], Kernel::default());
+        assert_eq!(md.kernels[2].name, "vadd");
+        assert_eq!(md.kernels[2].wavefront_size, Some(64));
+    }
+
+    #[test]
+    fn msgpack_metadata_fails_exactly_where_decoding_fails() {
+        // Every truncation and every corrupted byte of a document: the one-pass reader must
+        // accept what the validating decoder accepts and report the same error otherwise.
+        let doc = sample_document();
+        let mut cases: Vec<Vec<u8>> = (0..doc.len()).map(|n| doc[..n].to_vec()).collect();
+        for i in 0..doc.len() {
+            for b in [0xc1, 0xdd, 0xdf, 0x9f, 0x8f, 0xff] {
+                let mut d = doc.clone();
+                d[i] = b;
+                cases.push(d);
+            }
+        }
+        for d in cases {
+            let got = from_msgpack(&d, &mut Demangler::new(0)).map(|_| ());
+            let want = msgpack::decode(&d).map(|_| ());
+            assert_eq!(got, want, "document {d:02x?}");
+        }
+    }
+
+    #[test]
+    fn remembered_names_match_fresh_demangling_and_stay_in_budget() {
+        let mut names = Demangler::new(64);
+        for _ in 0..3 {
+            for n in ["_Z8tu1_fillPff", "vadd", "_Z3fooi", "_Zgarbage"] {
+                assert_eq!(names.demangle(n), demangle(n));
+                assert!(names.held <= 64);
+            }
+        }
+        assert!(!names.seen.is_empty());
+        let mut none = Demangler::new(0);
+        assert_eq!(none.demangle("_Z3fooi").as_deref(), Some("foo(int)"));
+        assert!(none.seen.is_empty());
     }
 
     #[test]

@@ -151,11 +151,69 @@ pub struct DecodeError {
 /// # Errors
 /// [`DecodeError`] for truncated input, reserved type bytes or nesting deeper than 64.
 pub fn decode(data: &[u8]) -> Result<Value<'_>, DecodeError> {
-    Reader {
-        b: Bytes::new(data),
-        pos: 0,
+    Cursor::new(data).value(0)
+}
+
+/// A one-pass reader for decoders that want only part of a large document: it validates
+/// everything it passes over exactly as [`decode`] does (same nesting limit, same errors at
+/// the same offsets), but lets the caller step into a map or array instead of reading it as a
+/// whole, so the document is walked once rather than once to validate and again to read.
+///
+/// `depth` is the nesting level of the value being read (0 for the document itself): the
+/// caller says how deep it is, as [`decode`] counts it.
+pub struct Cursor<'a> {
+    r: Reader<'a>,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Cursor {
+            r: Reader {
+                b: Bytes::new(data),
+                pos: 0,
+            },
+        }
     }
-    .value(0)
+
+    /// Reads (and validates) the whole next value.
+    ///
+    /// # Errors
+    /// [`DecodeError`] as for [`decode`].
+    pub fn value(&mut self, depth: u32) -> Result<Value<'a>, DecodeError> {
+        self.r.value(depth)
+    }
+
+    /// If the next value is a map, reads only its header and returns its number of pairs,
+    /// leaving the cursor at its first key; otherwise reads the whole value and returns `None`.
+    ///
+    /// # Errors
+    /// [`DecodeError`] as for [`decode`].
+    pub fn map_head(&mut self, depth: u32) -> Result<Option<u64>, DecodeError> {
+        match self.r.head(depth)? {
+            Head::Map(n) => Ok(Some(n)),
+            head => self.r.finish(head, depth).map(|_| None),
+        }
+    }
+
+    /// As [`Cursor::map_head`], for an array: its number of elements.
+    ///
+    /// # Errors
+    /// [`DecodeError`] as for [`decode`].
+    pub fn array_head(&mut self, depth: u32) -> Result<Option<u64>, DecodeError> {
+        match self.r.head(depth)? {
+            Head::Array(n) => Ok(Some(n)),
+            head => self.r.finish(head, depth).map(|_| None),
+        }
+    }
+}
+
+/// What [`Reader::head`] read: a complete scalar, or the header of a collection whose elements
+/// follow.
+enum Head<'a> {
+    Scalar(Value<'a>),
+    Array(u64),
+    Map(u64),
 }
 
 struct Reader<'a> {
@@ -189,16 +247,30 @@ impl<'a> Reader<'a> {
 
     /// Reads one value; for arrays and maps, checks and skips their contents.
     fn value(&mut self, depth: u32) -> Result<Value<'a>, DecodeError> {
+        let head = self.head(depth)?;
+        self.finish(head, depth)
+    }
+
+    /// Completes a value whose head was read: a collection's elements are checked and skipped.
+    fn finish(&mut self, head: Head<'a>, depth: u32) -> Result<Value<'a>, DecodeError> {
+        Ok(match head {
+            Head::Scalar(v) => v,
+            Head::Array(n) => Value::Array(self.elements(n, 1, depth)?),
+            Head::Map(n) => Value::Map(self.elements(n, 2, depth)?),
+        })
+    }
+
+    /// Reads a scalar whole, or only the header of an array or map (after checking that the
+    /// rest of the input can hold as many elements as it claims).
+    fn head(&mut self, depth: u32) -> Result<Head<'a>, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(self.err("nesting deeper than 64"));
         }
         let tag = self.uint(1)? as u8;
-        Ok(match tag {
+        Ok(Head::Scalar(match tag {
             0x00..=0x7f => Value::Int(i128::from(tag)),
-            0x80..=0x8f => self.seq(u64::from(tag & 0x0f), 2, depth).map(Value::Map)?,
-            0x90..=0x9f => self
-                .seq(u64::from(tag & 0x0f), 1, depth)
-                .map(Value::Array)?,
+            0x80..=0x8f => return self.collection(u64::from(tag & 0x0f), 2),
+            0x90..=0x9f => return self.collection(u64::from(tag & 0x0f), 1),
             0xa0..=0xbf => Value::Str(self.take(u64::from(tag & 0x1f))?),
             0xc0 => Value::Nil,
             0xc1 => return Err(self.err("reserved type byte 0xc1")),
@@ -234,26 +306,76 @@ impl<'a> Reader<'a> {
             }
             0xdc | 0xdd => {
                 let n = self.uint(if tag == 0xdc { 2 } else { 4 })?;
-                self.seq(n, 1, depth).map(Value::Array)?
+                return self.collection(n, 1);
             }
             0xde | 0xdf => {
                 let n = self.uint(if tag == 0xde { 2 } else { 4 })?;
-                self.seq(n, 2, depth).map(Value::Map)?
+                return self.collection(n, 2);
             }
             0xe0..=0xff => Value::Int(i128::from(tag as i8)),
+        }))
+    }
+
+    /// Checks and passes over one value: what [`Reader::value`] does, with the same errors at
+    /// the same offsets, without building values (most of a metadata document is skipped
+    /// kernel arguments, so this is the decoder's inner loop).
+    fn skip(&mut self, depth: u32) -> Result<(), DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("nesting deeper than 64"));
+        }
+        let tag = self.uint(1)? as u8;
+        let payload = match tag {
+            0x00..=0x7f | 0xc0 | 0xc2 | 0xc3 | 0xe0..=0xff => 0,
+            0x80..=0x8f => return self.skip_elements(u64::from(tag & 0x0f), 2, depth),
+            0x90..=0x9f => return self.skip_elements(u64::from(tag & 0x0f), 1, depth),
+            0xa0..=0xbf => u64::from(tag & 0x1f),
+            0xc1 => return Err(self.err("reserved type byte 0xc1")),
+            0xc4..=0xc6 => self.uint(1 << (tag - 0xc4))?,
+            0xc7..=0xc9 => self.uint(1 << (tag - 0xc7))?.saturating_add(1),
+            0xca => 4,
+            0xcb => 8,
+            0xcc..=0xcf => 1 << (tag - 0xcc),
+            0xd0..=0xd3 => 1 << (tag - 0xd0),
+            0xd4..=0xd8 => 1 + (1 << (tag - 0xd4)),
+            0xd9..=0xdb => self.uint(1 << (tag - 0xd9))?,
+            0xdc | 0xdd => {
+                let n = self.uint(if tag == 0xdc { 2 } else { 4 })?;
+                return self.skip_elements(n, 1, depth);
+            }
+            0xde | 0xdf => {
+                let n = self.uint(if tag == 0xde { 2 } else { 4 })?;
+                return self.skip_elements(n, 2, depth);
+            }
+        };
+        self.take(payload).map(|_| ())
+    }
+
+    fn skip_elements(&mut self, len: u64, per_item: u64, depth: u32) -> Result<(), DecodeError> {
+        self.collection(len, per_item)?;
+        for _ in 0..len.saturating_mul(per_item) {
+            self.skip(depth + 1)?;
+        }
+        Ok(())
+    }
+
+    fn collection(&mut self, len: u64, per_item: u64) -> Result<Head<'a>, DecodeError> {
+        // Every element takes at least one byte: a count the input cannot hold fails here,
+        // before any work proportional to it.
+        if len.saturating_mul(per_item) > self.b.len().saturating_sub(self.pos) {
+            return Err(self.err("collection length exceeds the document"));
+        }
+        Ok(if per_item == 2 {
+            Head::Map(len)
+        } else {
+            Head::Array(len)
         })
     }
 
-    fn seq(&mut self, len: u64, per_item: u64, depth: u32) -> Result<Seq<'a>, DecodeError> {
+    /// Checks and skips the `len` elements of a collection whose header was just read.
+    fn elements(&mut self, len: u64, per_item: u64, depth: u32) -> Result<Seq<'a>, DecodeError> {
         let start = self.pos;
-        // Every element takes at least one byte: a count the input cannot hold fails here,
-        // before any work proportional to it.
-        let items = len.saturating_mul(per_item);
-        if items > self.b.len().saturating_sub(self.pos) {
-            return Err(self.err("collection length exceeds the document"));
-        }
-        for _ in 0..items {
-            self.value(depth + 1)?;
+        for _ in 0..len.saturating_mul(per_item) {
+            self.skip(depth + 1)?;
         }
         Ok(Seq {
             data: self.b.as_slice(),
@@ -290,6 +412,38 @@ mod tests {
         assert!(decode(b"\xdf\xff\xff\xff\xff\x01").is_err());
         assert!(decode(b"\xdb\xff\xff\xff\xffab").is_err());
         assert!(decode(b"\xc9\xff\xff\xff\xff\x01").is_err());
+    }
+
+    #[test]
+    fn skipping_checks_exactly_what_reading_checks() {
+        // One value of every type byte, nested; then every truncation and corruption of it.
+        let mut doc = vec![0xdc, 0x00, 0x0c];
+        doc.extend_from_slice(b"\x81\xa1k\x92\xc0\xc3");
+        doc.extend_from_slice(b"\xc4\x02ab\xc7\x01\x05z\xca\0\0\0\0\xcb\0\0\0\0\0\0\0\0");
+        doc.extend_from_slice(b"\xcd\x01\x02\xd2\xff\xff\xff\xfe\xd5\x01ab\xd9\x02hi");
+        doc.extend_from_slice(b"\xde\x00\x01\x01\xe0\x7f");
+        let mut cases: Vec<Vec<u8>> = (0..=doc.len()).map(|n| doc[..n].to_vec()).collect();
+        for i in 0..doc.len() {
+            for b in 0..=255u8 {
+                let mut d = doc.clone();
+                d[i] = b;
+                cases.push(d);
+            }
+        }
+        cases.push(vec![0x91; 100]);
+        for d in cases {
+            let mut a = Reader {
+                b: Bytes::new(&d),
+                pos: 0,
+            };
+            let mut b = Reader {
+                b: Bytes::new(&d),
+                pos: 0,
+            };
+            let read = a.head(0).and_then(|h| a.finish(h, 0)).map(|_| a.pos);
+            let skipped = b.skip(0).map(|_| b.pos);
+            assert_eq!(read, skipped, "document {d:02x?}");
+        }
     }
 
     #[test]

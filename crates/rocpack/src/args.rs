@@ -415,6 +415,11 @@ pub struct ShowArgs {
     /// Decode each code object's kernels: registers, spills, LDS, scratch, wavefront size.
     #[arg(long, short)]
     pub kernels: bool,
+
+    /// Write JSON Lines records, each as soon as it is known: one per file, container, code
+    /// object, kernel and diagnostic (docs/json.md).
+    #[arg(long, conflicts_with = "json")]
+    pub jsonl: bool,
 }
 
 #[derive(Debug, Args)]

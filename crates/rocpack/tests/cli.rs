@@ -436,3 +436,50 @@ fn devices_from_a_sysfs_copy() {
     assert!(out.contains("gfx90a:sramecc+:xnack-"), "{out}");
     insta::assert_snapshot!("devices_mi210", out);
 }
+
+#[test]
+fn show_jsonl_says_what_show_json_says() {
+    // A code object whose metadata note is corrupt adds a diagnostic record and an exit of 2.
+    let dir = common::tempdir();
+    let mut bad = std::fs::read(fixtures().join("gfx90a-v4.co")).unwrap();
+    let note = common::find_all(&bad, b"AMDGPU\0\0")[0];
+    bad[note + 8] = 0xc1;
+    let bad_path = dir.path().join("bad-metadata.co");
+    std::fs::write(&bad_path, bad).unwrap();
+    common::assert_jsonl_matches_json(
+        &fixtures(),
+        &[
+            "tu1.o",
+            "tu2-compressed.hipfb",
+            "lib3tu-mixed.so",
+            "libhost-thin.a",
+            "gfx90a-v4.co",
+            bad_path.to_str().unwrap(),
+        ],
+    );
+}
+
+#[test]
+fn show_jsonl_streams_a_file_in_records() {
+    let o = rocpack(&["show", "--jsonl", "--kernels", "gfx90a-v4.co"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let kinds: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("one JSON object a line");
+            v["record"].as_str().expect("record").to_owned()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("file"));
+    assert_eq!(kinds.get(1).map(String::as_str), Some("code-object"));
+    assert!(
+        kinds[2..].iter().all(|k| k == "kernel") && kinds.len() > 2,
+        "{kinds:?}"
+    );
+    let both = rocpack(&["show", "--jsonl", "--json", "gfx90a-v4.co"]);
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "--jsonl and --json together are refused"
+    );
+}

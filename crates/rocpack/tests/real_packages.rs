@@ -425,3 +425,11 @@ fn librocrand_matches_an_independent_reading() {
         assert_same_bytes(&bytes, &slice, &format!("extract {w}"));
     }
 }
+
+/// `show --jsonl`'s records against `show --json` on a real library (1,000s of kernels).
+#[test]
+fn librocrand_show_jsonl_says_what_show_json_says() {
+    let (lib, _) = the_library("librocrand1", "librocrand");
+    let name = lib.file_name().unwrap().to_str().unwrap();
+    assert_jsonl_matches_json(lib.parent().unwrap(), &[name]);
+}

@@ -1065,3 +1065,105 @@ pub fn commands_in_help(root_help: &str) -> Vec<String> {
         .filter(|c| c != "help")
         .collect()
 }
+
+/// Checks `show --kernels --jsonl` against `show --kernels --json` on `files` (run in `dir`):
+/// the same exit status and stderr, and records that say exactly what the JSON objects say, in
+/// the order and with the fields docs/json.md gives.
+pub fn assert_jsonl_matches_json(dir: &Path, files: &[&str]) {
+    let run = |format: &str| {
+        let out = rocpack()
+            .args(["show", "--kernels", format])
+            .args(files)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            out.stderr,
+        )
+    };
+    let (json_code, json, json_err) = run("--json");
+    let (jsonl_code, jsonl, jsonl_err) = run("--jsonl");
+    assert_eq!(json_code, jsonl_code, "exit status");
+    assert_eq!(json_err, jsonl_err, "stderr");
+    let docs = std::fs::read_to_string(fixtures_dir().join("../../docs/json.md")).unwrap();
+    let section = docs
+        .split("## `rocpack show --jsonl`")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/json.md documents show --jsonl");
+    let documented = |v: &serde_json::Map<String, Value>, what: &str| {
+        for key in v.keys() {
+            assert!(
+                section.contains(&format!("`{key}`")),
+                "{what} field {key} is not in docs/json.md"
+            );
+        }
+    };
+    let mut records = jsonl
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let mut files_seen = 0;
+    for f in json
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    {
+        files_seen += 1;
+        let mut take = |record: &str| {
+            let v = records
+                .next()
+                .unwrap_or_else(|| panic!("no {record} record"));
+            let mut m = v.as_object().unwrap().clone();
+            assert_eq!(m.remove("record"), Some(Value::from(record)), "{v}");
+            assert_eq!(m.remove("file").as_ref(), Some(&f["file"]), "{v}");
+            m
+        };
+        let file = take("file");
+        documented(&file, "file");
+        assert_eq!(Value::Object(file), serde_json::json!({"size": f["size"]}));
+        for c in f["containers"].as_array().unwrap() {
+            assert_eq!(&Value::Object(take("container")), c);
+        }
+        for (index, co) in f["code_objects"].as_array().unwrap().iter().enumerate() {
+            let mut rec = take("code-object");
+            documented(&rec, "code-object");
+            assert_eq!(rec.remove("index"), Some(Value::from(index)));
+            let summary = rec.remove("metadata").unwrap();
+            let mut want = co.as_object().unwrap().clone();
+            let metadata = want.remove("metadata").unwrap();
+            assert_eq!(rec, want, "code object {index}");
+            let kernels = match metadata.as_object() {
+                None => {
+                    assert_eq!(summary, Value::Null, "code object {index}");
+                    continue;
+                }
+                Some(md) => md["kernels"].as_array().unwrap().clone(),
+            };
+            documented(summary.as_object().unwrap(), "metadata");
+            assert_eq!(
+                summary,
+                serde_json::json!({
+                    "format": metadata["format"],
+                    "version": metadata["version"],
+                    "target": metadata["target"],
+                    "kernel_count": kernels.len(),
+                })
+            );
+            for k in &kernels {
+                let mut rec = take("kernel");
+                documented(&rec, "kernel");
+                assert_eq!(rec.remove("code_object"), Some(Value::from(index)));
+                assert_eq!(rec.remove("target").as_ref(), Some(&co["target"]));
+                assert_eq!(&Value::Object(rec), k);
+            }
+        }
+        for d in f["diagnostics"].as_array().unwrap() {
+            let rec = take("diagnostic");
+            documented(&rec, "diagnostic");
+            assert_eq!(&Value::Object(rec), d);
+        }
+    }
+    assert!(files_seen > 0, "show --json printed nothing");
+    assert!(records.next().is_none(), "records after the last file's");
+}
