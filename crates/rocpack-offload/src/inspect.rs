@@ -166,27 +166,86 @@ pub fn inspect(data: &[u8], opts: &Options<'_>) -> Inspection {
 
 /// As [`inspect`], calling `sink` with the bytes of every complete entry.
 pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> Inspection {
-    let mut w = Walker {
-        opts,
-        out: Inspection::default(),
-        sink,
-        nested_seen: HashSet::new(),
-        exhausted: false,
-        starts_read: std::cell::RefCell::new(HashMap::new()),
-        depth: 0,
-        unclassified: 0,
-    };
-    let place = Place {
-        parent: None,
-        file_base: Some(0),
-        compressed: false,
-    };
-    if let Err(e) = w.any(data, place) {
+    let mut w = Walker::new(opts, sink);
+    if let Err(e) = w.any(data, FILE_START) {
         w.diag_err(None, Some(0), e);
     }
-    if w.unclassified > MAX_UNCLASSIFIED {
-        let more = w.unclassified - MAX_UNCLASSIFIED;
-        w.out.diagnostics.push(Diagnostic {
+    w.finish()
+}
+
+/// Bytes of a file's start that [`inspect_head`] needs to decide (or the whole file when it is
+/// shorter): every magic [`sniff`] checks, and a code object's ELF header, lie within them.
+pub const HEAD_LEN: usize = 4096;
+
+/// What [`inspect`] would find in a file of `size` bytes that starts with `head` (its first
+/// [`HEAD_LEN`] bytes, or all of it when shorter), when the head alone decides it: a file that
+/// holds no container (nothing), or an AMDGPU code object whose ELF header names its processor
+/// (one entry, read from the header alone). `None` when more of the file is needed: any
+/// container, a code object whose processor is in a note (code object v2), or kernel metadata
+/// wanted (`opts.metadata`). Nothing is given to a sink: the entry's bytes are not all read.
+pub fn inspect_head(head: &[u8], size: u64, opts: &Options<'_>) -> Option<Inspection> {
+    if opts.metadata || (head.len() < HEAD_LEN && head.len() as u64 != size) {
+        return None;
+    }
+    match sniff(head) {
+        None => Some(Inspection::default()),
+        Some(Sniff::CodeObject) => {
+            // A header that does not parse is reported by the full walk; mach 0 needs the
+            // note in the rest of the file.
+            let h = CodeObjectHeader::parse(head).ok()?;
+            if h.mach == 0 {
+                return None;
+            }
+            let opts = Options {
+                file: None,
+                ..*opts
+            };
+            let mut w = Walker::new(&opts, None);
+            w.depth = 1;
+            w.entry(
+                FILE_START,
+                None,
+                None,
+                EntryBytes {
+                    data: head,
+                    complete: false,
+                },
+                size,
+                0,
+            );
+            Some(w.finish())
+        }
+        Some(_) => None,
+    }
+}
+
+/// The place of a whole file's bytes.
+const FILE_START: Place = Place {
+    parent: None,
+    file_base: Some(0),
+    compressed: false,
+};
+
+impl<'o, 's> Walker<'o, 's> {
+    fn new(opts: &'o Options<'o>, sink: Option<Sink<'s>>) -> Self {
+        Walker {
+            opts,
+            out: Inspection::default(),
+            sink,
+            nested_seen: HashSet::new(),
+            exhausted: false,
+            starts_read: std::cell::RefCell::new(HashMap::new()),
+            depth: 0,
+            unclassified: 0,
+        }
+    }
+
+    /// The inspection, with the count of census hits not reported one by one.
+    fn finish(self) -> Inspection {
+        let mut w = self;
+        if w.unclassified > MAX_UNCLASSIFIED {
+            let more = w.unclassified - MAX_UNCLASSIFIED;
+            w.out.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
             code: "unclassified-gpu-code",
             container: None,
@@ -194,8 +253,9 @@ pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> 
             offset_in_file: false,
             message: format!("{more} more places whose bytes look like GPU code headers but do not parse (not listed one by one)"),
         });
+        }
+        w.out
     }
-    w.out
 }
 
 /// Where a buffer sits: its container, its offset in the file (when it is file bytes) and
