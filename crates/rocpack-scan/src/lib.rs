@@ -229,9 +229,9 @@ pub fn inspect_file(
     }
 }
 
-/// Files up to this size are read whole with one `pread` instead of being mapped: a map costs
-/// mmap, madvise, page faults and an munmap whose TLB shootdown interrupts the other threads,
-/// more than copying this much from the page cache.
+/// Files up to this size that their head does not decide are read whole with `pread` instead
+/// of being mapped: a map costs mmap, madvise, page faults and an munmap whose TLB shootdown
+/// interrupts the other threads, more than copying this much from the page cache.
 const READ_WHOLE: u64 = 128 << 10;
 
 thread_local! {
@@ -239,9 +239,9 @@ thread_local! {
     static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Inspects the open regular file `file` of `len` bytes: read whole when small; else from its
-/// first bytes when they decide it (a file that is no container, a code object: see
-/// [`rocpack_offload::inspect_head`]); else mapped.
+/// Inspects the open regular file `file` of `len` bytes: from its first bytes when they decide
+/// it (a file that is no container, a code object: see [`rocpack_offload::inspect_head`]);
+/// else read whole when small, mapped when large.
 fn inspect_opened(
     path: &Path,
     file: &std::fs::File,
@@ -262,20 +262,31 @@ fn inspect_opened(
     };
     let whole = len <= READ_WHOLE;
     if whole || sink.is_none() {
-        let want = if whole { len } else { HEAD_LEN as u64 };
+        // The head first: most files are decided by it (no container, a code object); a small
+        // file that needs more is then read to its end, a large one mapped.
         let mut read = |buf: &mut Vec<u8>| -> Result<Option<Inspection>, std::io::Error> {
+            let head = len.min(HEAD_LEN as u64);
             buf.clear();
-            buf.resize(usize::try_from(want).map_err(std::io::Error::other)?, 0);
-            let got = read_fully(file, buf)?;
-            if got < want {
+            buf.resize(usize::try_from(head).map_err(std::io::Error::other)?, 0);
+            let got = read_fully(file, buf, 0)?;
+            if got < head {
                 // The file is shorter than it was a moment ago.
                 return Err(FileChanged::error(file, got));
             }
-            Ok(if whole {
-                Some(inspect_with(buf, &o, sink.take()))
-            } else {
-                inspect_head(buf, len, &o)
-            })
+            if sink.is_none() {
+                if let Some(i) = inspect_head(buf, len, &o) {
+                    return Ok(Some(i));
+                }
+            }
+            if !whole {
+                return Ok(None);
+            }
+            buf.resize(usize::try_from(len).map_err(std::io::Error::other)?, 0);
+            let got = read_fully(file, buf, head)?;
+            if got < len {
+                return Err(FileChanged::error(file, got));
+            }
+            Ok(Some(inspect_with(buf, &o, sink.take())))
         };
         let done = BUFFER.with(|b| match b.try_borrow_mut() {
             Ok(mut buf) => read(&mut buf),
@@ -324,10 +335,10 @@ fn inspect_opened(
     r
 }
 
-/// Reads `buf.len()` bytes from the start of `file` (fewer when it ends first); returns how
-/// many.
-fn read_fully(file: &std::fs::File, buf: &mut [u8]) -> std::io::Result<u64> {
-    let mut filled = 0usize;
+/// Fills `buf` from offset `from` on with the bytes of `file` at the same offsets (fewer when
+/// the file ends first); returns the offset where the bytes read end.
+fn read_fully(file: &std::fs::File, buf: &mut [u8], from: u64) -> std::io::Result<u64> {
+    let mut filled = usize::try_from(from).map_err(std::io::Error::other)?;
     while let Some(rest) = buf.get_mut(filled..).filter(|r| !r.is_empty()) {
         match std::os::unix::fs::FileExt::read_at(file, rest, filled as u64) {
             Ok(0) => break,
@@ -394,8 +405,9 @@ impl rocpack_offload::ReadAt for GuardedFile<'_> {
 /// package its compressed bytes as they are consumed.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) + Sync) -> Scanned {
     let (files, errors) = expand(paths);
+    // Stated on every thread: on a warm cache this loop is thousands of statx calls.
     let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>, bool)> = files
-        .iter()
+        .par_iter()
         .map(|(p, explicit)| {
             let meta = std::fs::metadata(p).ok();
             let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
