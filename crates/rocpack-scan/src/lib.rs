@@ -382,7 +382,26 @@ struct GuardedFile<'a> {
     short_read: AtomicU64,
 }
 
+/// Reads of one batch a thread takes at a time: a small read costs about a microsecond (a page
+/// cache lookup and a copy), so a batch is split only when it is long.
+const READS_PER_TASK: usize = 128;
+
 impl rocpack_offload::ReadAt for GuardedFile<'_> {
+    /// The reads spread over the thread pool (the other thread is idle while one large
+    /// library is walked), each noting a short read as `read_at` does.
+    fn read_many(&self, reads: &mut [rocpack_offload::Prefetch]) {
+        reads
+            .par_iter_mut()
+            .with_min_len(READS_PER_TASK)
+            .for_each(|r| {
+                r.filled = rocpack_offload::fill_at(
+                    |o, b| rocpack_offload::ReadAt::read_at(self, o, b),
+                    r.offset,
+                    &mut r.buf,
+                );
+            });
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = std::os::unix::fs::FileExt::read_at(self.file, buf, offset)?;
         let wanted_end = offset.saturating_add(buf.len() as u64).min(self.len);
