@@ -382,26 +382,7 @@ struct GuardedFile<'a> {
     short_read: AtomicU64,
 }
 
-/// Reads of one batch a thread takes at a time: a small read costs about a microsecond (a page
-/// cache lookup and a copy), so a batch is split only when it is long.
-const READS_PER_TASK: usize = 128;
-
 impl rocpack_offload::ReadAt for GuardedFile<'_> {
-    /// The reads spread over the thread pool (the other thread is idle while one large
-    /// library is walked), each noting a short read as `read_at` does.
-    fn read_many(&self, reads: &mut [rocpack_offload::Prefetch]) {
-        reads
-            .par_iter_mut()
-            .with_min_len(READS_PER_TASK)
-            .for_each(|r| {
-                r.filled = rocpack_offload::fill_at(
-                    |o, b| rocpack_offload::ReadAt::read_at(self, o, b),
-                    r.offset,
-                    &mut r.buf,
-                );
-            });
-    }
-
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = std::os::unix::fs::FileExt::read_at(self.file, buf, offset)?;
         let wanted_end = offset.saturating_add(buf.len() as u64).min(self.len);
@@ -425,19 +406,16 @@ impl rocpack_offload::ReadAt for GuardedFile<'_> {
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) + Sync) -> Scanned {
     let (files, errors) = expand(paths);
     // Stated on every thread: on a warm cache this loop is thousands of statx calls.
-    let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>, bool)> = files
-        .par_iter()
-        .map(|(p, explicit)| {
-            let meta = std::fs::metadata(p).ok();
-            let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
-            // A FIFO named `x.whl` is refused by `inspect_file`, not read as a package.
-            let regular = meta.is_some_and(|m| m.is_file());
-            let kind = (opts.open_packages && regular)
-                .then(|| package_kind(p))
-                .flatten();
-            (p, *explicit, size, kind, regular)
-        })
-        .collect();
+    // One file (`list lib.so`) is read on this thread: handing it to the pool costs thread
+    // starts and wake-ups, which on a busy machine wait for a time slice each.
+    let parallel = files.len() > 1;
+    let open_packages = opts.open_packages;
+    let stat = |f| stat_one(f, open_packages);
+    let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>, bool)> = if parallel {
+        files.par_iter().map(stat).collect()
+    } else {
+        files.iter().map(stat).collect()
+    };
     let total: u64 = sized.iter().map(|f| f.2).sum();
     let done = AtomicU64::new(0);
     let examined = AtomicUsize::new(0);
@@ -453,27 +431,35 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) +
     };
     // Packages are read one at a time, each with its own parallelism inside; plain files in
     // parallel with each other.
-    let mut per_file: Vec<Vec<FileResult>> = sized
-        .par_iter()
-        .map(|(path, explicit, size, kind, regular)| {
-            if kind.is_some() {
-                return Vec::new();
+    let inspect_one = |(path, explicit, size, kind, regular): &(
+        &PathBuf,
+        bool,
+        u64,
+        Option<PackageKind>,
+        bool,
+    )| {
+        if kind.is_some() {
+            return Vec::new();
+        }
+        // Stated just above as a regular file: open it without a second stat.
+        let mut r = if *regular {
+            match open_stated(path) {
+                Ok((file, len)) => inspect_opened(path, &file, len, opts, None),
+                Err(e) => FileResult::from_io_error(path, &e),
             }
-            // Stated just above as a regular file: open it without a second stat.
-            let mut r = if *regular {
-                match open_stated(path) {
-                    Ok((file, len)) => inspect_opened(path, &file, len, opts, None),
-                    Err(e) => FileResult::from_io_error(path, &e),
-                }
-            } else {
-                inspect_file(path, opts, None)
-            };
-            r.explicit = *explicit;
-            advance(*size);
-            examined.fetch_add(1, Ordering::Relaxed);
-            if keep(&r) { vec![r] } else { Vec::new() }
-        })
-        .collect();
+        } else {
+            inspect_file(path, opts, None)
+        };
+        r.explicit = *explicit;
+        advance(*size);
+        examined.fetch_add(1, Ordering::Relaxed);
+        if keep(&r) { vec![r] } else { Vec::new() }
+    };
+    let mut per_file: Vec<Vec<FileResult>> = if parallel {
+        sized.par_iter().map(inspect_one).collect()
+    } else {
+        sized.iter().map(inspect_one).collect()
+    };
     for (slot, (path, explicit, size, kind, _)) in per_file.iter_mut().zip(&sized) {
         if let Some(kind) = kind {
             let members = read_package(path, *kind, opts, &advance, &examined);
@@ -497,6 +483,22 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) +
         results,
         examined: examined.into_inner(),
     }
+}
+
+/// A file found by [`expand`], its size, the package kind it is read as and whether it is a
+/// regular file, from one `stat`.
+fn stat_one(
+    (p, explicit): &(PathBuf, bool),
+    open_packages: bool,
+) -> (&PathBuf, bool, u64, Option<PackageKind>, bool) {
+    let meta = std::fs::metadata(p).ok();
+    let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
+    // A FIFO named `x.whl` is refused by `inspect_file`, not read as a package.
+    let regular = meta.is_some_and(|m| m.is_file());
+    let kind = (open_packages && regular)
+        .then(|| package_kind(p))
+        .flatten();
+    (p, *explicit, size, kind, regular)
 }
 
 /// What [`scan`] found.
