@@ -104,7 +104,7 @@ for round in $(seq "$rounds"); do
     cmds=("${cmds[@]:4:2}" "${cmds[@]:2:2}" "${cmds[@]:0:2}")
   fi
   hyperfine -N --warmup 1 --runs 3 --style none --output=null "${cmds[@]}" \
-    --export-json "$work/pair.json" > /dev/null 2>&1
+    --export-json "$work/pair.json" > "$work/pair.log" 2>&1 || { cat "$work/pair.log"; exit 1; }
   for n in rocpack reference stat; do
     jq -r --arg n "$n" '.results[] | select(.command == $n) | .median' "$work/pair.json"
   done | paste -sd' ' >> "$pairs"
