@@ -41,8 +41,10 @@ n_roc_dev=$(perl "$roc_obj_ls" "$lib" 2>/dev/null | grep 'file://' | grep -vc '^
 # (outside the timing), and then it reads only the first bundle of the dump.
 fatbin=$(mktemp /tmp/rocpack-bench-fatbin.XXXXXX)
 trap 'rm -f "$fatbin" "$fatbin.o"' EXIT
-llvm-objcopy-19 --dump-section .hip_fatbin="$fatbin" "$lib" "$fatbin.o"
-rm -f "$fatbin.o"
+# Copied with dd from the section's offset and size (llvm-objcopy --dump-section would also
+# write a copy of the whole library, 1.6 GB more on disk).
+read -r fb_off fb_size < <(llvm-readelf-19 -SW "$lib" | awk '$2 == ".hip_fatbin" { print $5, $6 }')
+dd if="$lib" of="$fatbin" bs=1M iflag=skip_bytes,count_bytes skip=$((16#$fb_off)) count=$((16#$fb_size)) status=none
 n_bundler=$(clang-offload-bundler-19 --list --type=o --input="$fatbin" | wc -l)
 echo "rocpack list: $n_rocpack device code objects, $n_targets with a target decoded from the code object's ELF header"
 echo "roc-obj-ls:   $n_roc entries ($n_roc_dev device entries; targets only as written in the entry IDs)"
