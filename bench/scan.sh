@@ -101,7 +101,7 @@ for round in $(seq "$rounds"); do
         -n reference "python3 bench/scan_reference.py ${dirs[*]}"
         -n stat "find ${dirs[*]} -type f -printf %s\n")
   if [ $((round % 2)) -eq 0 ]; then
-    cmds=("${cmds[@]:4:2}" "${cmds[@]:2:2}" "${cmds[@]:0:2}")
+    cmds=("${cmds[@]:6:3}" "${cmds[@]:3:3}" "${cmds[@]:0:3}")
   fi
   hyperfine -N --warmup 1 --runs 3 --style none --output=null "${cmds[@]}" \
     --export-json "$work/pair.json" > "$work/pair.log" 2>&1 || { cat "$work/pair.log"; exit 1; }
