@@ -4,7 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocpack_amdgpu::compat::{Device, Policy};
-use rocpack_slim::plan::{Limits, render, verify_all};
+use rocpack_slim::plan::Limits;
+use rocpack_slim::{Input, render, verify_all};
 use rocpack_slim::{Compression, Keep, Operation, plan};
 
 fuzz_target!(|data: &[u8]| {
@@ -21,8 +22,8 @@ fuzz_target!(|data: &[u8]| {
         Operation::Compress(Compression::default()),
         Operation::Decompress,
     ] {
-        if let Ok(p) = plan(data, op, limits) {
-            let new = render(&p, data);
+        if let Ok(mut p) = plan(Input::bytes(data), op, limits) {
+            let new = render(&mut p, data, limits);
             assert_eq!(new.len() as u64, p.new_len);
             if let Err(e) = verify_all(&p, &new, data, limits) {
                 panic!("{op:?}: planned rewrite does not verify: {e}");

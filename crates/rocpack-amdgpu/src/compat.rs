@@ -39,6 +39,7 @@ use crate::target::{Feature, TargetId, TargetIdError};
 /// Which runtime's selection rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Policy {
     /// The HIP runtime of ROCm 6.4 and later: native, else generic, else SPIR-V.
     #[default]

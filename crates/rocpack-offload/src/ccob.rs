@@ -6,7 +6,7 @@
 //! The payload is one zstd frame or zlib stream of an uncompressed bundle. The hash is the low
 //! 64 bits of the MD5 of the uncompressed bundle.
 
-use std::io::Read;
+use std::io::{BufRead, Read, Write};
 
 use md5::{Digest, Md5};
 use rocpack_bytes::Bytes;
@@ -19,6 +19,7 @@ pub const MAGIC: &[u8; 4] = b"CCOB";
 /// Compression method of a CCOB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Method {
     /// `llvm::compression::Format::Zlib` (0).
     Zlib,
@@ -60,6 +61,15 @@ impl CcobHeader {
     /// [`FormatError`] for a missing magic, an unknown version or method, a truncated header,
     /// or a total size smaller than the header or larger than `data`.
     pub fn parse(data: &[u8]) -> Result<Self, FormatError> {
+        Self::parse_within(data, data.len() as u64)
+    }
+
+    /// Parses a header held in `data` (the header, or more) of a CCOB that has `available`
+    /// bytes from its start: lets a caller read only the header of a large CCOB.
+    ///
+    /// # Errors
+    /// As [`CcobHeader::parse`], with `available` in place of the length of `data`.
+    pub fn parse_within(data: &[u8], available: u64) -> Result<Self, FormatError> {
         let b = Bytes::new(data);
         let err = |off, msg: String| FormatError::new(Kind::Ccob, off, msg);
         if !b.has_at(0, MAGIC) {
@@ -100,13 +110,10 @@ impl CcobHeader {
                     format!("total size {total} is smaller than the {header_size}-byte header"),
                 ));
             }
-            if total > b.len() {
+            if total > available {
                 return Err(err(
                     8,
-                    format!(
-                        "total size {total} runs past the {} bytes available",
-                        b.len()
-                    ),
+                    format!("total size {total} runs past the {available} bytes available"),
                 ));
             }
         }
@@ -307,7 +314,11 @@ impl<'a> Stream<'a> {
     ///
     /// # Errors
     /// [`FormatError`] when the zstd decoder cannot be created.
-    pub fn new(method: Method, payload: &'a [u8], limit: u64) -> Result<Self, FormatError> {
+    pub fn new<R: BufRead + 'a>(
+        method: Method,
+        payload: R,
+        limit: u64,
+    ) -> Result<Self, FormatError> {
         let inner: Box<dyn Read + 'a> = match method {
             Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
             Method::Zstd => Box::new(
@@ -370,6 +381,9 @@ impl<'a> Stream<'a> {
     /// # Errors
     /// As [`Stream::read_full`]; also when the stream ends before `to`.
     pub fn skip_to(&mut self, to: u64) -> Result<(), FormatError> {
+        if self.pos >= to {
+            return Ok(());
+        }
         let mut scratch = vec![0u8; 64 << 10];
         while self.pos < to {
             let want = (to - self.pos).min(scratch.len() as u64) as usize;
@@ -470,72 +484,73 @@ pub fn decompress(header: &CcobHeader, data: &[u8], ceiling: u64) -> Result<Vec<
 
 /// The hash clang stores: the first 8 bytes of the MD5 digest as a little-endian u64.
 pub fn hash(data: &[u8]) -> u64 {
-    let digest = Md5::digest(data);
-    let mut low = [0u8; 8];
-    low.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
-    u64::from_le_bytes(low)
+    let mut h = Hasher::default();
+    h.update(data);
+    h.finish()
 }
 
-/// Writes a CCOB as clang-offload-bundler does (`CompressedOffloadBundle::compress`).
-pub fn compress(
-    bundle: &[u8],
+/// [`hash`], computed over data that arrives in pieces.
+#[derive(Default, Clone)]
+pub struct Hasher(Md5);
+
+impl Hasher {
+    /// Adds the next piece.
+    pub fn update(&mut self, data: &[u8]) {
+        self.0.update(data);
+    }
+
+    /// The hash of everything added.
+    pub fn finish(self) -> u64 {
+        let digest = self.0.finalize();
+        let mut low = [0u8; 8];
+        low.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
+        u64::from_le_bytes(low)
+    }
+}
+
+/// Size of a version's header: 20, 24 or 32 bytes.
+pub fn header_len(version: u16) -> u64 {
+    match version {
+        1 => 20,
+        2 => 24,
+        _ => 32,
+    }
+}
+
+/// The header of a CCOB holding `payload_len` compressed bytes of a bundle of
+/// `uncompressed_len` bytes whose [`hash`] is `hash`, as clang-offload-bundler writes it
+/// (`CompressedOffloadBundle::compress`).
+///
+/// # Errors
+/// An unknown version, or sizes the version's fields cannot hold.
+pub fn header(
     version: u16,
     method: Method,
-    level: i32,
+    payload_len: u64,
+    uncompressed_len: u64,
+    hash: u64,
 ) -> std::io::Result<Vec<u8>> {
-    use std::io::Write;
-    let payload = match method {
-        Method::Zstd => {
-            // As LLVM's zstd::compress with EnableLdm: the level and long-distance matching,
-            // everything else libzstd's defaults (window 2^27 with LDM, content size, no
-            // checksum).
-            let mut enc = zstd::stream::Encoder::new(Vec::new(), level)?;
-            enc.long_distance_matching(true)?;
-            enc.include_checksum(false)?;
-            enc.include_contentsize(true)?;
-            enc.set_pledged_src_size(Some(bundle.len() as u64))?;
-            enc.write_all(bundle)?;
-            enc.finish()?
-        }
-        Method::Zlib => {
-            let mut enc = flate2::write::ZlibEncoder::new(
-                Vec::new(),
-                flate2::Compression::new(level.clamp(0, 9) as u32),
-            );
-            enc.write_all(bundle)?;
-            enc.finish()?
-        }
-    };
     let too_big = || {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("bundle exceeds the CCOB v{version} size limit"),
         )
     };
+    let u32_of = |v: u64| u32::try_from(v).map_err(|_| too_big());
     let mut out = MAGIC.to_vec();
     out.extend(version.to_le_bytes());
     out.extend((method as u16).to_le_bytes());
     match version {
-        1 => out.extend(
-            u32::try_from(bundle.len())
-                .map_err(|_| too_big())?
-                .to_le_bytes(),
-        ),
+        1 => out.extend(u32_of(uncompressed_len)?.to_le_bytes()),
         2 => {
-            out.extend(
-                u32::try_from(24 + payload.len())
-                    .map_err(|_| too_big())?
-                    .to_le_bytes(),
-            );
-            out.extend(
-                u32::try_from(bundle.len())
-                    .map_err(|_| too_big())?
-                    .to_le_bytes(),
-            );
+            let total = payload_len.checked_add(24).ok_or_else(too_big)?;
+            out.extend(u32_of(total)?.to_le_bytes());
+            out.extend(u32_of(uncompressed_len)?.to_le_bytes());
         }
         3 => {
-            out.extend((32 + payload.len() as u64).to_le_bytes());
-            out.extend((bundle.len() as u64).to_le_bytes());
+            let total = payload_len.checked_add(32).ok_or_else(too_big)?;
+            out.extend(total.to_le_bytes());
+            out.extend(uncompressed_len.to_le_bytes());
         }
         v => {
             return Err(std::io::Error::new(
@@ -544,7 +559,87 @@ pub fn compress(
             ));
         }
     }
-    out.extend(hash(bundle).to_le_bytes());
+    out.extend(hash.to_le_bytes());
+    Ok(out)
+}
+
+/// A streaming compressor writing a CCOB payload as clang does: zstd at `level` with
+/// long-distance matching (LLVM's `zstd::compress` with `EnableLdm`: libzstd's defaults
+/// otherwise, so a 2^27 window, the content size in the frame, no checksum), or zlib.
+pub enum Encoder<W: Write> {
+    /// zstd.
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+    /// zlib.
+    Zlib(flate2::write::ZlibEncoder<W>),
+}
+
+impl<W: Write> Encoder<W> {
+    /// Starts a payload of exactly `len` uncompressed bytes. Single-threaded, as clang: the
+    /// bytes depend only on the bundle and the settings (zstd's multithreaded mode would split
+    /// the input into jobs and compress less well).
+    ///
+    /// # Errors
+    /// When libzstd refuses a parameter.
+    pub fn new(out: W, method: Method, level: i32, len: u64) -> std::io::Result<Self> {
+        Ok(match method {
+            Method::Zstd => {
+                let mut enc = zstd::stream::write::Encoder::new(out, level)?;
+                enc.long_distance_matching(true)?;
+                enc.include_checksum(false)?;
+                enc.include_contentsize(true)?;
+                enc.set_pledged_src_size(Some(len))?;
+                Encoder::Zstd(enc)
+            }
+            Method::Zlib => Encoder::Zlib(flate2::write::ZlibEncoder::new(
+                out,
+                flate2::Compression::new(level.clamp(0, 9) as u32),
+            )),
+        })
+    }
+
+    /// Compresses the next piece.
+    ///
+    /// # Errors
+    /// As the underlying writer.
+    pub fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
+        match self {
+            Encoder::Zstd(e) => e.write_all(data),
+            Encoder::Zlib(e) => e.write_all(data),
+        }
+    }
+
+    /// Ends the payload and gives the writer back.
+    ///
+    /// # Errors
+    /// As the underlying writer; zstd also when fewer or more bytes came than were pledged.
+    pub fn finish(self) -> std::io::Result<W> {
+        match self {
+            Encoder::Zstd(e) => e.finish(),
+            Encoder::Zlib(e) => e.finish(),
+        }
+    }
+}
+
+/// Writes a CCOB as clang-offload-bundler does (`CompressedOffloadBundle::compress`).
+///
+/// # Errors
+/// As [`Encoder`] and [`header`].
+pub fn compress(
+    bundle: &[u8],
+    version: u16,
+    method: Method,
+    level: i32,
+) -> std::io::Result<Vec<u8>> {
+    let mut enc = Encoder::new(Vec::new(), method, level, bundle.len() as u64)?;
+    enc.write_all(bundle)?;
+    let payload = enc.finish()?;
+    let mut out = header(
+        version,
+        method,
+        payload.len() as u64,
+        bundle.len() as u64,
+        hash(bundle),
+    )?;
     out.extend(payload);
     Ok(out)
 }

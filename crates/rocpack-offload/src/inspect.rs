@@ -108,6 +108,25 @@ impl ReadAt for std::fs::File {
     }
 }
 
+/// `[pos, end)` of a [`ReadAt`], read in order: a compressed payload decoded through `pread`
+/// rather than through a map, so that its pages do not become part of the process.
+struct ReadAtRange<'a> {
+    from: &'a dyn ReadAt,
+    pos: u64,
+    end: u64,
+}
+
+impl std::io::Read for ReadAtRange<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.end.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        let n = self
+            .from
+            .read_at(self.pos, buf.get_mut(..n).unwrap_or_default())?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
 /// Fills `buf` from `offset` of `file`; false when the file ends first or a read fails.
 pub(crate) fn read_exact_at(file: &dyn ReadAt, offset: u64, buf: &mut [u8]) -> bool {
     fill_at(|o, b| file.read_at(o, b), offset, buf)
@@ -1680,7 +1699,7 @@ impl Walker<'_, '_> {
             if let Err(e) = self.bundle(&bytes, inner, None) {
                 self.diag_err(Some(cid), None, e);
             }
-        } else if let Err(e) = self.ccob_headers(&h, data, inner) {
+        } else if let Err(e) = self.ccob_headers(&h, data, place.file_base, inner) {
             self.diag_err(Some(cid), None, e);
         }
         if h.total_size.is_some() {
@@ -1704,15 +1723,32 @@ impl Walker<'_, '_> {
     }
 
     /// Decodes a CCOB only as far as the entry table and the first bytes of each entry.
+    /// `at` is the CCOB's offset in the file, when it lies in the file's bytes: its payload is
+    /// then read through [`Options::file`] where one is given.
     fn ccob_headers(
         &mut self,
         h: &CcobHeader,
         data: &[u8],
+        at: Option<u64>,
         place: Place,
     ) -> Result<(), FormatError> {
         ccob::check_frame_size(h, data)?;
         let limit = h.uncompressed_size.min(self.opts.max_decompressed);
-        let mut stream = ccob::Stream::new(h.method, h.payload(data), h.uncompressed_size)?;
+        let payload = h.payload(data);
+        let mut stream = match (self.opts.file, at) {
+            (Some(file), Some(base)) => {
+                let start = base + h.header_size;
+                let range = ReadAtRange {
+                    from: file,
+                    pos: start,
+                    end: start + payload.len() as u64,
+                };
+                let reader: Box<dyn std::io::BufRead + '_> =
+                    Box::new(std::io::BufReader::with_capacity(64 << 10, range));
+                ccob::Stream::new(h.method, reader, h.uncompressed_size)?
+            }
+            _ => ccob::Stream::new(h.method, payload, h.uncompressed_size)?,
+        };
         let mut prefix = Vec::new();
         let mut scan = bundle::HeaderScan::default();
         let header_len = loop {

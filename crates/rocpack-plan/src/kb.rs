@@ -282,6 +282,7 @@ impl FileRole {
 /// Install layout a file glob is relative to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Layout {
     /// Relative to `/opt/rocm[-X.Y.Z]`.
     Rocm,

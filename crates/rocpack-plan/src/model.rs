@@ -47,6 +47,15 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// Every tool, in the order the emitters' table lists them.
+    pub const ALL: [Tool; 5] = [
+        Tool::Cmake,
+        Tool::Spack,
+        Tool::Gentoo,
+        Tool::Nix,
+        Tool::Therock,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Tool::Cmake => "cmake",

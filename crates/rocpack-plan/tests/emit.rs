@@ -9,7 +9,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use rocpack_plan::emit::{Emission, Format, emit};
+use rocpack_plan::Tool;
+use rocpack_plan::emit::{Emission, emit};
 use rocpack_plan::model::{Plan, SettingKind};
 use rocpack_plan::{Knowledge, Request};
 use serde_json::Value;
@@ -27,17 +28,17 @@ fn kb() -> &'static Knowledge {
     Knowledge::embedded().unwrap()
 }
 
-fn plan_for(release: &str, gpus: &[&str], families: &[&str], format: Format) -> Plan {
+fn plan_for(release: &str, gpus: &[&str], families: &[&str], format: Tool) -> Plan {
     let request = Request {
         gpus: gpus.iter().map(|s| s.to_string()).collect(),
         families: families.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     };
-    rocpack_plan::plan(kb(), &request, release, format.tool()).unwrap()
+    rocpack_plan::plan(kb(), &request, release, format).unwrap()
 }
 
 /// Every case planned and emitted for `format`.
-fn cases(format: Format) -> Vec<(&'static str, Plan, Emission)> {
+fn cases(format: Tool) -> Vec<(&'static str, Plan, Emission)> {
     CASES
         .iter()
         .map(|(name, release, gpus, families)| {
@@ -181,7 +182,7 @@ fn processors(targets: &[String]) -> Vec<String> {
     out
 }
 
-fn check_header(plan: &Plan, text: &str, format: Format) {
+fn check_header(plan: &Plan, text: &str, format: Tool) {
     let first = text.lines().next().unwrap();
     assert!(
         first.starts_with(&format!(
@@ -216,8 +217,8 @@ fn cmake_written(c: &rocpack_plan::model::ComponentPlan) -> Vec<&rocpack_plan::m
 #[test]
 fn cmake_initial_caches_load_into_cmake_with_the_planned_values_and_types() {
     require_tool("cmake", &["--version"]);
-    for (name, plan, out) in cases(Format::Cmake) {
-        check_header(&plan, &out.stdout, Format::Cmake);
+    for (name, plan, out) in cases(Tool::Cmake) {
+        check_header(&plan, &out.stdout, Tool::Cmake);
         let built: Vec<_> = plan
             .components
             .iter()
@@ -226,7 +227,7 @@ fn cmake_initial_caches_load_into_cmake_with_the_planned_values_and_types() {
         assert_eq!(out.files.len(), built.len(), "{name}");
         for ((file, script), c) in out.files.iter().zip(&built) {
             assert_eq!(file, &format!("{}.cmake", c.name));
-            check_header(&plan, script, Format::Cmake);
+            check_header(&plan, script, Tool::Cmake);
             let cache = cmake_cache(&scratch(&format!("cmake-{name}-{}", c.name)), script);
             let written = cmake_written(c);
             assert_eq!(cache.len(), written.len(), "{name} {file}: {cache:?}");
@@ -248,7 +249,7 @@ fn cmake_initial_caches_load_into_cmake_with_the_planned_values_and_types() {
 
 #[test]
 fn cmake_argument_lines_split_into_the_planned_definitions() {
-    for (name, plan, out) in cases(Format::Cmake) {
+    for (name, plan, out) in cases(Tool::Cmake) {
         let lines = code_lines(&out.stdout);
         let built: Vec<_> = plan
             .components
@@ -269,7 +270,7 @@ fn cmake_argument_lines_split_into_the_planned_definitions() {
 #[test]
 fn cmake_values_with_quotes_dollars_backslashes_and_semicolons_survive_cmake_and_sh() {
     require_tool("cmake", &["--version"]);
-    let mut plan = plan_for("6.4", &["gfx1030"], &[], Format::Cmake);
+    let mut plan = plan_for("6.4", &["gfx1030"], &[], Tool::Cmake);
     let weird = r#"a"b $HOME ${CMAKE_COMMAND} back\slash;semi 'single'"#;
     let c = plan
         .components
@@ -278,7 +279,7 @@ fn cmake_values_with_quotes_dollars_backslashes_and_semicolons_survive_cmake_and
         .unwrap();
     c.settings[0].value = weird.to_owned();
     c.settings[0].why = r#"why with "quotes", $dollar and \backslash"#.to_owned();
-    let out = emit(kb(), &plan, Format::Cmake);
+    let out = emit(kb(), &plan, Tool::Cmake);
     let (_, script) = out
         .files
         .iter()
@@ -309,7 +310,7 @@ fn header_counts_open_errors() {
     };
     let plan = rocpack_plan::plan(kb(), &request, "6.4", rocpack_plan::Tool::Cmake).unwrap();
     assert!(plan.summary.errors > 0, "{:?}", plan.summary);
-    for format in Format::ALL {
+    for format in Tool::ALL {
         let out = emit(kb(), &plan, format);
         assert!(
             out.stdout
@@ -320,7 +321,7 @@ fn header_counts_open_errors() {
         );
     }
     // A plan made for another tool says so.
-    let out = emit(kb(), &plan, Format::Spack);
+    let out = emit(kb(), &plan, Tool::Spack);
     assert!(
         out.stdout
             .contains("WARNING: the plan was made for cmake, not spack")
@@ -329,7 +330,7 @@ fn header_counts_open_errors() {
 
 #[test]
 fn output_is_deterministic() {
-    for format in Format::ALL {
+    for format in Tool::ALL {
         let a = cases(format);
         let b = cases(format);
         for ((_, _, x), (_, _, y)) in a.iter().zip(&b) {
@@ -356,8 +357,8 @@ fn yaml_to_json(text: &str) -> Value {
 fn spack_environment_parses_with_the_planned_targets_and_without_skipped_components() {
     require_tool("python3", &["-c", "import yaml"]);
     let facts = &kb().spack_facts;
-    for (name, plan, out) in cases(Format::Spack) {
-        check_header(&plan, &out.stdout, Format::Spack);
+    for (name, plan, out) in cases(Tool::Spack) {
+        check_header(&plan, &out.stdout, Tool::Spack);
         assert_eq!(
             out.files,
             vec![("spack.yaml".to_owned(), out.stdout.clone())]
@@ -447,9 +448,9 @@ fn spack_environment_parses_with_the_planned_targets_and_without_skipped_compone
 #[test]
 fn spack_yaml_quoting_survives_pyyaml() {
     require_tool("python3", &["-c", "import yaml"]);
-    let mut plan = plan_for("6.4", &["gfx1030"], &[], Format::Spack);
+    let mut plan = plan_for("6.4", &["gfx1030"], &[], Tool::Spack);
     plan.release = r#"6.4 #"quoted" \back: x"#.to_owned();
-    let out = emit(kb(), &plan, Format::Spack);
+    let out = emit(kb(), &plan, Tool::Spack);
     // spack-packages has no such release: nothing is specified, and the comments that quote it
     // do not break the document.
     let doc = yaml_to_json(&out.stdout);
@@ -511,8 +512,8 @@ in builtins.mapAttrs (n: v: v.overridden or null) (removeAttrs result [ "clr" "o
 #[test]
 fn nix_overlay_parses_and_overrides_each_derivation_with_its_planned_targets() {
     require_tool("nix-instantiate", &["--version"]);
-    for (name, plan, out) in cases(Format::Nix) {
-        check_header(&plan, &out.stdout, Format::Nix);
+    for (name, plan, out) in cases(Tool::Nix) {
+        check_header(&plan, &out.stdout, Tool::Nix);
         assert_eq!(
             out.files,
             vec![("rocm-overlay.nix".to_owned(), out.stdout.clone())]
@@ -573,8 +574,8 @@ fn nix_overlay_parses_and_overrides_each_derivation_with_its_planned_targets() {
 #[test]
 fn nix_overlay_refuses_a_nixpkgs_of_another_rocm_release() {
     require_tool("nix-instantiate", &["--version"]);
-    let plan = plan_for("6.4", &["gfx1030"], &[], Format::Nix);
-    let out = emit(kb(), &plan, Format::Nix);
+    let plan = plan_for("6.4", &["gfx1030"], &[], Tool::Nix);
+    let out = emit(kb(), &plan, Tool::Nix);
     let err = eval_overlay(&scratch("nix-wrong-release"), &out.stdout, "7.1.0").unwrap_err();
     assert!(
         err.contains("planned for ROCm 6.4 but this nixpkgs has rocmPackages.clr 7.1.0"),
@@ -585,7 +586,7 @@ fn nix_overlay_refuses_a_nixpkgs_of_another_rocm_release() {
 #[test]
 fn nix_strings_with_interpolation_and_quotes_survive_evaluation() {
     require_tool("nix-instantiate", &["--version"]);
-    let mut plan = plan_for("6.4", &["gfx1030"], &[], Format::Nix);
+    let mut plan = plan_for("6.4", &["gfx1030"], &[], Tool::Nix);
     let weird = r#"gfx"1030 ${builtins.abort "x"} \back $y"#;
     let c = plan
         .components
@@ -593,7 +594,7 @@ fn nix_strings_with_interpolation_and_quotes_survive_evaluation() {
         .find(|c| c.name == "rocBLAS")
         .unwrap();
     c.targets = Some(vec![weird.to_owned()]);
-    let out = emit(kb(), &plan, Format::Nix);
+    let out = emit(kb(), &plan, Tool::Nix);
     let got = eval_overlay(&scratch("nix-weird"), &out.stdout, "6.4.3").unwrap();
     assert_eq!(got["rocblas"]["gpuTargets"], serde_json::json!([weird]));
 }
@@ -642,7 +643,7 @@ fn package_use_line_ok(line: &str) -> bool {
 #[test]
 fn gentoo_make_conf_sources_in_bash_and_package_use_follows_the_grammar() {
     require_tool("bash", &["--version"]);
-    for (name, plan, out) in cases(Format::Gentoo) {
+    for (name, plan, out) in cases(Tool::Gentoo) {
         let files: BTreeMap<&str, &str> = out
             .files
             .iter()
@@ -655,7 +656,7 @@ fn gentoo_make_conf_sources_in_bash_and_package_use_follows_the_grammar() {
         let dir = scratch(&format!("gentoo-{name}"));
         let make_conf = dir.join("make.conf");
         std::fs::write(&make_conf, files["make.conf"]).unwrap();
-        check_header(&plan, files["make.conf"], Format::Gentoo);
+        check_header(&plan, files["make.conf"], Tool::Gentoo);
         run(Command::new("bash").arg("-n").arg(&make_conf), None);
         let value = run(
             Command::new("bash")
@@ -706,8 +707,8 @@ fn gentoo_make_conf_sources_in_bash_and_package_use_follows_the_grammar() {
 
 #[test]
 fn gentoo_options_become_use_flags() {
-    let plan = plan_for("6.4", &["gfx1030"], &[], Format::Gentoo);
-    let out = emit(kb(), &plan, Format::Gentoo);
+    let plan = plan_for("6.4", &["gfx1030"], &[], Tool::Gentoo);
+    let out = emit(kb(), &plan, Tool::Gentoo);
     let lines = code_lines(&out.files[1].1);
     // Every flag that carries an option is written out: rocBLAS 6.4.3-r1 builds Tensile only
     // with VIDEO_CARDS=amdgpu, MIOpen 6.4.3-r1 declares rocblas off by default.
@@ -727,8 +728,8 @@ fn gentoo_options_become_use_flags() {
 #[test]
 fn therock_cache_loads_into_cmake_and_turns_off_what_is_not_built() {
     require_tool("cmake", &["--version"]);
-    for (name, plan, out) in cases(Format::Therock) {
-        check_header(&plan, &out.stdout, Format::Therock);
+    for (name, plan, out) in cases(Tool::Therock) {
+        check_header(&plan, &out.stdout, Tool::Therock);
         let (file, script) = &out.files[0];
         assert_eq!(file, "therock.cmake");
         let cache = cmake_cache(&scratch(&format!("therock-{name}")), script);
@@ -806,8 +807,8 @@ fn therock_cache_loads_into_cmake_and_turns_off_what_is_not_built() {
 fn therock_family_request_uses_families_and_switches_miopen_ck_off() {
     // TheRock at ROCm 7.1's release (snapshot therock-f366a78c) gates only MIOpen's use of CK:
     // composable_kernel itself is still built for gfx110X.
-    let plan = plan_for("7.1", &[], &["gfx110X-dgpu"], Format::Therock);
-    let out = emit(kb(), &plan, Format::Therock);
+    let plan = plan_for("7.1", &[], &["gfx110X-dgpu"], Tool::Therock);
+    let out = emit(kb(), &plan, Tool::Therock);
     let line = code_lines(&out.stdout)[0];
     assert!(
         line.starts_with("-DTHEROCK_AMDGPU_FAMILIES:STRING=gfx110X-dgpu "),
@@ -830,8 +831,8 @@ fn therock_family_request_uses_families_and_switches_miopen_ck_off() {
 #[test]
 fn nix_overlay_appends_the_settings_a_derivation_has_no_argument_for() {
     require_tool("nix-instantiate", &["--version"]);
-    let plan = plan_for("6.2", &["gfx1030"], &[], Format::Nix);
-    let out = emit(kb(), &plan, Format::Nix);
+    let plan = plan_for("6.2", &["gfx1030"], &[], Tool::Nix);
+    let out = emit(kb(), &plan, Tool::Nix);
     let got = eval_overlay(&scratch("nix-seed-6.2"), &out.stdout, "6.2.4").unwrap();
     let miopen = &got["miopen"];
     assert_eq!(miopen["withComposableKernel"], Value::Bool(false), "{got}");

@@ -7,7 +7,8 @@
 //! --offload-arch on hip::device, and its 36 test and sample executables still in the build.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rocpack_plan::emit::{Format, emit};
+use rocpack_plan::Tool;
+use rocpack_plan::emit::emit;
 use rocpack_plan::{Knowledge, Request};
 
 /// Issue 13's requests, and the golden-plan cases of the other tests.
@@ -34,8 +35,8 @@ fn no_cache_writes_an_empty_target_list() {
             families: families.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };
-        let plan = rocpack_plan::plan(kb(), &request, release, Format::Cmake.tool()).unwrap();
-        let out = emit(kb(), &plan, Format::Cmake);
+        let plan = rocpack_plan::plan(kb(), &request, release, Tool::Cmake).unwrap();
+        let out = emit(kb(), &plan, Tool::Cmake);
         for var in ["GPU_TARGETS", "AMDGPU_TARGETS", "GPU_ARCHS", "GPU_TARGET"] {
             for (file, script) in &out.files {
                 assert!(

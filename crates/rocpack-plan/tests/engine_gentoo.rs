@@ -21,7 +21,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rocpack_plan::emit::{Format, emit};
+use rocpack_plan::Tool;
+use rocpack_plan::emit::emit;
 use rocpack_plan::model::Plan;
 use rocpack_plan::{Knowledge, Request};
 use serde::Deserialize;
@@ -455,13 +456,13 @@ fn plan_for(release: &str, gpus: &[&str]) -> Plan {
         gpus: gpus.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     };
-    rocpack_plan::plan(kb(), &request, release, Format::Gentoo.tool()).unwrap()
+    rocpack_plan::plan(kb(), &request, release, Tool::Gentoo).unwrap()
 }
 
 /// Everything wrong with one request's output, one line each.
 fn problems(e: &Engine, name: &str, release: &str, gpus: &[&str]) -> Vec<String> {
     let plan = plan_for(release, gpus);
-    let out = emit(kb(), &plan, Format::Gentoo);
+    let out = emit(kb(), &plan, Tool::Gentoo);
     let file = |n: &str| {
         out.files
             .iter()
@@ -815,8 +816,8 @@ fn package_env_passes_the_settings_no_use_flag_carries() {
                 .collect(),
             ..Default::default()
         };
-        let plan = rocpack_plan::plan(kb(), &request, release, Format::Gentoo.tool()).unwrap();
-        let out = emit(kb(), &plan, Format::Gentoo);
+        let plan = rocpack_plan::plan(kb(), &request, release, Tool::Gentoo).unwrap();
+        let out = emit(kb(), &plan, Tool::Gentoo);
         let file = |n: &str| {
             out.files
                 .iter()

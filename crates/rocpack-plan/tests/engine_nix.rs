@@ -22,7 +22,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rocpack_plan::emit::{Format, emit};
+use rocpack_plan::Tool;
+use rocpack_plan::emit::emit;
 use rocpack_plan::model::Plan;
 use rocpack_plan::{Knowledge, Request};
 use serde_json::{Value, json};
@@ -55,7 +56,7 @@ fn plan_for(release: &str, gpus: &[&str]) -> Plan {
         components: None,
         ..Default::default()
     };
-    rocpack_plan::plan(kb(), &request, release, Format::Nix.tool()).unwrap()
+    rocpack_plan::plan(kb(), &request, release, Tool::Nix).unwrap()
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -231,7 +232,7 @@ fn every_overlay_evaluates_over_nixpkgs_facts_or_is_refused_by_its_release_guard
     let mut unverified = Vec::new();
     for (name, release, gpus) in REQUESTS {
         let plan = plan_for(release, gpus);
-        let overlay = emit(kb(), &plan, Format::Nix).stdout;
+        let overlay = emit(kb(), &plan, Tool::Nix).stdout;
         let attrs = overridden(&overlay);
         assert!(!attrs.is_empty(), "({name}) overrides nothing");
         for line in &lines {
@@ -321,7 +322,7 @@ fn miopen_never_links_a_composable_kernel_nixpkgs_marks_broken() {
     };
     for (name, release, gpus) in REQUESTS {
         let plan = plan_for(release, gpus);
-        let overlay = emit(kb(), &plan, Format::Nix).stdout;
+        let overlay = emit(kb(), &plan, Tool::Nix).stdout;
         let ck = plan
             .components
             .iter()

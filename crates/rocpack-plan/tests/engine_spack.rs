@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use rocpack_plan::emit::{Format, emit};
+use rocpack_plan::Tool;
+use rocpack_plan::emit::emit;
 use rocpack_plan::model::Plan;
 use rocpack_plan::{Knowledge, Request};
 use toml::Value;
@@ -37,7 +38,7 @@ fn plan_for(release: &str, gpus: &[&str]) -> Plan {
         gpus: gpus.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     };
-    rocpack_plan::plan(kb(), &request, release, Format::Spack.tool()).unwrap()
+    rocpack_plan::plan(kb(), &request, release, Tool::Spack).unwrap()
 }
 
 fn strs(v: &Value) -> Vec<String> {
@@ -373,7 +374,7 @@ fn emitted_environments_respect_the_recipes_of_spack_packages() {
     let mut all = Vec::new();
     for (label, release, gpus) in REQUESTS {
         let plan = plan_for(release, gpus);
-        let out = emit(kb(), &plan, Format::Spack);
+        let out = emit(kb(), &plan, Tool::Spack);
         for v in violations(&plan, &out.stdout) {
             all.push(format!("({label}) {release} {}: {v}", gpus.join(",")));
         }
@@ -406,7 +407,7 @@ fn migraphx_at_a_release_spack_cannot_concretize_is_a_finding_with_the_nearest_r
             .find(|f| f.component == "MIGraphX" && f.id.starts_with("spack-"));
         let f = finding.unwrap_or_else(|| panic!("{release}: no Spack finding for MIGraphX"));
         assert!(f.message.contains("6.3"), "{release}: {}", f.message);
-        let out = emit(kb(), &plan, Format::Spack);
+        let out = emit(kb(), &plan, Tool::Spack);
         assert!(
             !out.stdout.contains("\"migraphx@"),
             "{release}: migraphx in the specs"

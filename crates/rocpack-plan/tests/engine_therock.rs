@@ -10,7 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rocpack_plan::emit::{Format, emit};
+use rocpack_plan::Tool;
+use rocpack_plan::emit::emit;
 use rocpack_plan::model::Plan;
 use rocpack_plan::{Knowledge, Request};
 use toml::Value;
@@ -67,7 +68,7 @@ fn plan(release: &str, gpus: &[&str], families: &[&str]) -> Plan {
         families: families.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     };
-    rocpack_plan::plan(kb(), &request, release, Format::Therock.tool()).unwrap()
+    rocpack_plan::plan(kb(), &request, release, Tool::Therock).unwrap()
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -247,7 +248,7 @@ fn therock_configures_every_emitted_cache_as_planned() {
         let f = facts_of(&snapshot_of(release));
         let gate = strings(&f["facts"]["ck_gate"]["_ck_supported_gfx_targets"]["targets"]);
         let plan = plan(release, gpus, families);
-        let out = emit(kb(), &plan, Format::Therock);
+        let out = emit(kb(), &plan, Tool::Therock);
         let cache = cache_entries(&out.files[0].1);
         let r = resolve(&f, &cache).unwrap_or_else(|e| panic!("({name}) TheRock stops: {e}"));
 

@@ -11,6 +11,7 @@
 #![deny(clippy::indexing_slicing)]
 
 mod map;
+pub mod own;
 pub mod package;
 
 use std::path::{Path, PathBuf};
@@ -157,7 +158,8 @@ pub type PathError = (PathBuf, String);
 /// inside directories are not followed, so `libx.so.1 -> libx.so.1.2` is read once), sorted
 /// per directory for a stable order. Unreadable directories become errors in the result.
 /// FIFOs, sockets and devices are listed like files, so that whoever opens them (through
-/// [`open_regular`]) reports them as skipped; nothing here opens a file.
+/// [`open_regular`]) reports them as skipped; nothing here opens a file. rocpack's own
+/// temporary files ([`own::is_temp`]) are not listed.
 pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<PathError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -195,6 +197,8 @@ fn walk_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>, errors: &mut Vec<PathE
         match entry.file_type() {
             Ok(t) if t.is_dir() => walk_dir(&path, files, errors, depth + 1),
             Ok(t) if t.is_symlink() => {}
+            // A rewrite in progress (or one a killed run left): not a file of the tree.
+            Ok(_) if own::is_temp(&path) => {}
             Ok(_) => files.push((path, false)),
             Err(e) => errors.push((path, e.to_string())),
         }

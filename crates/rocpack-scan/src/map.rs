@@ -277,6 +277,18 @@ impl Mapped {
         })
     }
 
+    /// Gives back the memory of the pages read so far: they leave this process's resident set
+    /// (a later read maps them again from the page cache or the file). For a caller that has
+    /// read what it needs from the map and goes on to stream the file's bulk through `pread`.
+    pub fn release(&self) {
+        if let Some(map) = &self.map {
+            // Safety: the map is read-only and private and never written, so its pages are
+            // clean copies of the file: MADV_DONTNEED drops them and the next read faults them
+            // in again with the same contents (the file's current bytes, as any read would).
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
     /// The offset of the first read that found the file shorter than mapped, if any.
     pub fn fault_offset(&self) -> Option<u64> {
         let fault = self.slot?.fault.load(Ordering::Acquire);

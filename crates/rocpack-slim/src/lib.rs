@@ -7,9 +7,14 @@
 
 pub mod keep;
 pub mod plan;
+pub mod stream;
 pub mod sys;
 pub mod write;
 
 pub use keep::{Keep, Reason};
 pub use plan::{Compression, FilePlan, Form, Limits, Operation, Rewrite, Skip, plan};
-pub use write::{HardLinks, Sizes, WriteError, WriteOptions, Written, apply, sweep};
+pub use stream::Input;
+pub use write::{
+    HardLinks, Progress, Sizes, Step, WriteError, WriteOptions, Written, apply, measure,
+    no_progress, render, sweep, verify_all,
+};

@@ -6,8 +6,6 @@
 //! bundle or the end of its section. Nothing outside a slot moves or changes; inside it, the
 //! new container starts where the old one did, and every byte it does not use becomes zero.
 
-use std::sync::Arc;
-
 use rocpack_bytes::Bytes;
 use rocpack_offload::bundle::{self, BundleHeader};
 use rocpack_offload::ccob::{self, CcobHeader, Method};
@@ -15,6 +13,7 @@ use rocpack_offload::{Container, ContainerKind, EntryId, Options, Severity};
 use serde::Serialize;
 
 use crate::keep::{EntryFacts, Keep, Reason};
+use crate::stream::{Base, BaseReader, Compact, Inner, Input, Output};
 
 /// How a bundle is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -96,23 +95,6 @@ pub struct EntryChange {
     pub reason: Reason,
 }
 
-/// Where the bytes of an entry the new container must hold come from.
-#[derive(Debug, Clone)]
-pub(crate) enum Source {
-    /// The original file, at this offset.
-    File(u64),
-    /// A decompressed bundle, at this offset.
-    Buffer(Arc<Vec<u8>>, u64),
-}
-
-/// An entry the new container must hold, in order.
-#[derive(Debug, Clone)]
-pub(crate) struct Expected {
-    pub(crate) id: Vec<u8>,
-    pub(crate) size: u64,
-    pub(crate) source: Source,
-}
-
 /// One bundle rewritten.
 #[derive(Debug, Clone, Serialize)]
 pub struct Rewrite {
@@ -122,7 +104,8 @@ pub struct Rewrite {
     pub label: String,
     /// Bytes the old container took.
     pub old_size: u64,
-    /// Bytes the new one takes.
+    /// Bytes the new one takes (for a new CCOB, known once it has been compressed: see
+    /// [`crate::write::measure`] and [`crate::write::apply`]).
     pub new_size: u64,
     /// Bytes available in place: the old container and the zeros after it.
     pub slot: u64,
@@ -135,22 +118,33 @@ pub struct Rewrite {
     pub entries: Vec<EntryChange>,
     /// Things worth knowing about the new container.
     pub notes: Vec<String>,
-    /// Bytes written at `offset` (shared with the decompressed source when decompressing).
+    /// What is written at `offset`.
     #[serde(skip)]
-    pub(crate) head: Arc<Vec<u8>>,
-    /// For a new CCOB: the bundle it must decompress to (empty: the old bundle in the original
-    /// file) and the hash written for it.
+    pub(crate) output: Output,
+    /// For a new CCOB: the hash written for its bundle (known once it is written).
     #[serde(skip)]
-    pub(crate) inner: Option<(Arc<Vec<u8>>, u64)>,
+    pub(crate) hash: Option<u64>,
+    /// The most bytes written at `offset` (a first compression attempt may have been longer).
+    #[serde(skip)]
+    pub(crate) written: u64,
     /// Absolute file ranges inside the slot that keep their bytes (kept code objects).
     #[serde(skip)]
     pub(crate) keep: Vec<(u64, u64)>,
-    /// What the new container must hold.
+    /// `(stored ID, offset in the new bundle, size)` of each entry the new bundle must list.
     #[serde(skip)]
-    pub(crate) expect: Vec<Expected>,
+    pub(crate) expect: Vec<(Vec<u8>, u64, u64)>,
 }
 
 impl Rewrite {
+    /// Bytes written at `offset`: the new container, or, for a bundle stripped in place, its
+    /// new table (the kept entries stay where they are).
+    pub(crate) fn head_len(&self) -> u64 {
+        match &self.output {
+            Output::Table(head) => head.len() as u64,
+            _ => self.new_size,
+        }
+    }
+
     /// Bytes of device code dropped (strip).
     pub fn dropped_bytes(&self) -> u64 {
         self.entries
@@ -195,11 +189,9 @@ pub struct FilePlan {
 }
 
 /// Ranges of a file rewritten in place, and what fills them.
-pub(crate) struct Layout<'a> {
+pub(crate) struct Layout {
     /// `[start, end)` ranges that keep the original's bytes.
     pub(crate) copy: Vec<(u64, u64)>,
-    /// The rewrites, in file order: each writes its head at its offset.
-    pub(crate) heads: Vec<&'a Rewrite>,
     /// `[start, end)` ranges that become zero.
     pub(crate) zero: Vec<(u64, u64)>,
 }
@@ -212,7 +204,7 @@ pub(crate) fn whole_pages(start: u64, end: u64) -> Option<(u64, u64)> {
 
 impl FilePlan {
     /// How the new file is made from the old one when it is rewritten in place (not `whole`).
-    pub(crate) fn layout(&self) -> Layout<'_> {
+    pub(crate) fn layout(&self) -> Layout {
         let mut heads: Vec<&Rewrite> = self.rewrites.iter().collect();
         heads.sort_by_key(|r| r.offset);
         let mut copy = Vec::new();
@@ -222,7 +214,7 @@ impl FilePlan {
             if r.offset > pos {
                 copy.push((pos, r.offset));
             }
-            let mut at = r.offset + r.head.len() as u64;
+            let mut at = r.offset + r.head_len();
             let mut keep = r.keep.clone();
             keep.sort_unstable();
             for (s, e) in keep {
@@ -242,7 +234,7 @@ impl FilePlan {
             copy.push((pos, self.old_len));
         }
         copy.retain(|(s, e)| e > s);
-        Layout { copy, heads, zero }
+        Layout { copy, zero }
     }
 
     /// Bytes the rewrite turns into holes: the whole pages of the ranges that become zero (for a
@@ -301,13 +293,14 @@ impl Default for Limits {
 ///
 /// # Errors
 /// [`PlanError`] when the file has a malformed container (the file must then be left alone).
-pub fn plan(data: &[u8], op: Operation<'_>, limits: Limits) -> Result<FilePlan, PlanError> {
+pub fn plan(input: Input<'_>, op: Operation<'_>, limits: Limits) -> Result<FilePlan, PlanError> {
+    let data = input.map();
     let opts = Options {
         metadata: false,
         decompress: false,
         max_decompressed: limits.max_decompressed,
         thin_loader: None,
-        file: None,
+        file: input.open_file().map(|f| f as &dyn rocpack_offload::ReadAt),
     };
     let inspection = rocpack_offload::inspect(data, &opts);
     if let Some(d) = inspection
@@ -386,16 +379,19 @@ pub fn plan(data: &[u8], op: Operation<'_>, limits: Limits) -> Result<FilePlan, 
     }
     out.bundles = targets.len();
 
-    let results: Vec<Result<Option<Rewrite>, Skip>> = {
-        use rayon::prelude::*;
-        targets
-            .par_iter()
-            .map(|c| {
-                let place = slot_of(c, containers, data)?;
-                rewrite_one(data, c, place, op, limits)
+    // A compressed bundle is decompressed to read its entries, within the memory budget.
+    let cost = |c: &&Container| {
+        c.file_offset
+            .and_then(|at| {
+                CcobHeader::parse_within(data.get(at as usize..).unwrap_or_default(), u64::MAX).ok()
             })
-            .collect()
+            .map_or(0, |h| crate::stream::window_cost(h.uncompressed_size))
     };
+    let results: Vec<Result<Option<Rewrite>, Skip>> =
+        crate::stream::bounded_par(&targets, cost, |c| {
+            let place = slot_of(c, containers, input)?;
+            rewrite_one(input, c, place, op, limits)
+        });
     for r in results {
         match r {
             Ok(Some(rw)) => out.rewrites.push(rw),
@@ -435,7 +431,8 @@ struct Place {
     whole: bool,
 }
 
-fn slot_of(c: &Container, all: &[Container], data: &[u8]) -> Result<Place, Skip> {
+fn slot_of(c: &Container, all: &[Container], input: Input<'_>) -> Result<Place, Skip> {
+    let data = input.map();
     let offset = c.file_offset.unwrap_or(0);
     let skip = |reason: String| Skip {
         offset: Some(offset),
@@ -469,8 +466,12 @@ fn slot_of(c: &Container, all: &[Container], data: &[u8]) -> Result<Place, Skip>
         .min(parent_end);
     let end = offset + size;
     // The slot takes the zeros after the container, never a byte that is not zero.
-    let tail = data.get(end as usize..next as usize).unwrap_or_default();
-    let zeros = tail.iter().position(|&b| b != 0).unwrap_or(tail.len()) as u64;
+    let next = next.min(data.len() as u64);
+    let zeros = if next > end {
+        input.zeros_at(end, next)
+    } else {
+        0
+    };
     Ok(Place {
         offset,
         size,
@@ -480,7 +481,7 @@ fn slot_of(c: &Container, all: &[Container], data: &[u8]) -> Result<Place, Skip>
 }
 
 fn rewrite_one(
-    data: &[u8],
+    input: Input<'_>,
     c: &Container,
     place: Place,
     op: Operation<'_>,
@@ -492,50 +493,73 @@ fn rewrite_one(
         reason,
         error,
     };
-    let bytes = Bytes::new(data)
+    let bytes = Bytes::new(input.map())
         .read_at(place.offset, place.size)
         .map_err(|_| skip("runs past the end of the file".into(), true))?;
-    let (form, bundle_bytes): (Form, Arc<Vec<u8>>) = match c.kind {
+    let (form, base) = match c.kind {
         ContainerKind::Ccob { .. } => {
             let h = CcobHeader::parse(bytes).map_err(|e| skip(e.to_string(), true))?;
+            if matches!(op, Operation::Compress(_)) {
+                return Err(skip("already compressed".into(), false));
+            }
+            ccob::check_ceiling(&h, limits.max_decompressed)
+                .map_err(|e| skip(format!("cannot decompress: {e}"), true))?;
             let form = Form::Ccob {
                 version: h.version,
                 method: h.method,
             };
-            match op {
-                Operation::Compress(_) => {
-                    return Err(skip("already compressed".into(), false));
-                }
-                Operation::Strip(_) | Operation::Decompress => {}
-            }
-            let inner = ccob::decompress(&h, bytes, limits.max_decompressed)
-                .map_err(|e| skip(format!("cannot decompress: {e}"), true))?;
-            (form, Arc::new(inner))
+            let base = Base::Ccob {
+                offset: place.offset,
+                len: place.size,
+                header: h,
+            };
+            (form, base)
         }
         _ => {
             if matches!(op, Operation::Decompress) {
                 return Err(skip("not compressed".into(), false));
             }
-            (Form::Bundle, Arc::new(Vec::new()))
+            let base = Base::File {
+                offset: place.offset,
+                len: place.size,
+            };
+            (Form::Bundle, base)
         }
     };
     let compressed = form != Form::Bundle;
-    let bundle: &[u8] = if compressed { &bundle_bytes } else { bytes };
-    let header = bundle::parse(bundle, true).map_err(|e| skip(e.to_string(), true))?;
-    let source = |e: &bundle::BundleEntry| {
+    let cannot = |e: std::io::Error| {
         if compressed {
-            Source::Buffer(Arc::clone(&bundle_bytes), e.offset)
+            skip(format!("cannot decompress: {e}"), true)
         } else {
-            Source::File(place.offset + e.offset)
+            skip(e.to_string(), true)
         }
     };
+    let mut reader = BaseReader::new(base, input, limits);
+    let total = match base {
+        Base::File { len, .. } => len,
+        Base::Ccob { header, .. } => header.uncompressed_size,
+    };
+    let (header, table) = read_table(&mut reader, total).map_err(|e| match e {
+        TableError::Io(e) => cannot(e),
+        TableError::Format(e) => skip(e.to_string(), true),
+    })?;
+    // What the decision needs from each entry's first bytes, read in file order (a compressed
+    // bundle is decompressed once).
+    let mut heads: Vec<Vec<u8>> = vec![Vec::new(); header.entries.len()];
+    let mut order: Vec<usize> = (0..header.entries.len()).collect();
+    order.sort_by_key(|&i| header.entries.get(i).map_or(0, |e| e.offset));
+    for i in order {
+        let (Some(e), Some(head)) = (header.entries.get(i), heads.get_mut(i)) else {
+            continue;
+        };
+        head.resize(64.min(e.size) as usize, 0);
+        reader.read_exact_at(head, e.offset).map_err(cannot)?;
+    }
     let facts: Vec<EntryFacts> = header
         .entries
         .iter()
-        .map(|e| {
-            let head = Bytes::new(bundle).read_at_most(e.offset, 64.min(e.size));
-            EntryFacts::new(e.id.clone(), head)
-        })
+        .zip(&heads)
+        .map(|(e, head)| EntryFacts::new(e.id.clone(), head))
         .collect();
     let reasons: Vec<Reason> = match op {
         Operation::Strip(keep) => keep.decide(&facts, compressed),
@@ -563,14 +587,7 @@ fn rewrite_one(
     if matches!(op, Operation::Strip(_)) && kept.len() == header.entries.len() {
         return Ok(None);
     }
-    let expect: Vec<Expected> = kept
-        .iter()
-        .map(|e| Expected {
-            id: stored_id(bundle, e).to_vec(),
-            size: e.size,
-            source: source(e),
-        })
-        .collect();
+    let same = |e: &&bundle::BundleEntry| (stored_id(&table, e).to_vec(), e.offset, e.size);
 
     let mut rw = Rewrite {
         offset: place.offset,
@@ -582,18 +599,19 @@ fn rewrite_one(
         after: form,
         entries,
         notes: Vec::new(),
-        head: Arc::new(Vec::new()),
-        inner: None,
+        output: Output::Table(Vec::new()),
+        hash: None,
+        written: 0,
         keep: Vec::new(),
-        expect,
+        expect: kept.iter().map(same).collect(),
     };
     match (op, form) {
         (Operation::Strip(_), Form::Bundle) if !place.whole => {
             // In place: a shorter table, the kept entries where they are.
-            rw.head = Arc::new(table(
+            let head = table_bytes(
                 kept.iter()
-                    .map(|e| (stored_id(bundle, e), e.offset, e.size)),
-            ));
+                    .map(|e| (stored_id(&table, e), e.offset, e.size)),
+            );
             rw.keep = kept
                 .iter()
                 .filter(|e| e.size > 0)
@@ -604,127 +622,142 @@ fn rewrite_one(
                 .map(|e| e.offset + e.size)
                 .max()
                 .unwrap_or(0)
-                .max(rw.head.len() as u64);
+                .max(head.len() as u64);
+            rw.output = Output::Table(head);
         }
         (Operation::Strip(_), Form::Bundle) => {
-            rw.head = Arc::new(compact(bundle, &header, &kept));
-            rw.new_size = rw.head.len() as u64;
+            let c = compact(&table, &header, &kept);
+            rw.expect = expect_of(&c, &table, &kept);
+            rw.new_size = c.len;
+            rw.output = Output::Plain(Inner {
+                base,
+                compact: Some(c),
+            });
         }
         (Operation::Strip(_), Form::Ccob { version, method }) => {
-            let inner = compact(bundle, &header, &kept);
-            let settings = Compression {
-                method,
-                level: None,
-                version: Some(version.max(2)),
-            };
+            let c = compact(&table, &header, &kept);
+            rw.expect = expect_of(&c, &table, &kept);
             rw.after = Form::Ccob {
                 version: version.max(2),
                 method,
             };
-            let (head, hash) =
-                compress(&inner, settings, &mut rw.notes).map_err(|e| skip(e, true))?;
-            rw.head = Arc::new(head);
-            rw.inner = Some((Arc::new(inner), hash));
-            rw.new_size = rw.head.len() as u64;
+            rw.output = Output::Ccob {
+                inner: Inner {
+                    base,
+                    compact: Some(c),
+                },
+                settings: Compression {
+                    method,
+                    level: None,
+                    version: Some(version.max(2)),
+                },
+            };
         }
         (Operation::Compress(settings), _) => {
-            let version = settings
-                .version
-                .unwrap_or(if needs_v3(bundle.len()) { 3 } else { 2 });
-            let settings = Compression {
-                version: Some(version),
-                ..settings
-            };
+            let version = crate::stream::version_for(settings, place.size);
             rw.after = Form::Ccob {
                 version,
                 method: settings.method,
             };
-            let (head, hash) =
-                compress(bundle, settings, &mut rw.notes).map_err(|e| skip(e, true))?;
-            rw.head = Arc::new(head);
-            rw.inner = Some((Arc::new(Vec::new()), hash));
-            rw.new_size = rw.head.len() as u64;
+            rw.output = Output::Ccob {
+                inner: Inner {
+                    base,
+                    compact: None,
+                },
+                settings: Compression {
+                    version: Some(version),
+                    ..settings
+                },
+            };
         }
         (Operation::Decompress, _) => {
             rw.after = Form::Bundle;
-            rw.head = Arc::clone(&bundle_bytes);
-            rw.new_size = rw.head.len() as u64;
+            rw.new_size = total;
+            rw.output = Output::Plain(Inner {
+                base,
+                compact: None,
+            });
         }
     }
     if !place.whole && rw.new_size > rw.slot {
-        return Err(skip(
-            format!(
-                "the new {} bundle takes {} bytes and its place in the file has {}; it cannot \
-                 grow without relinking",
-                rw.after, rw.new_size, rw.slot
-            ),
-            true,
-        ));
+        return Err(skip(too_large(&rw), true));
     }
     Ok(Some(rw))
 }
 
-/// Whether a bundle of `len` bytes needs CCOB v3: v2 stores the uncompressed size and the
-/// total size in 32 bits, and the compressed size is not known before compressing; a bundle
-/// that could not compress below 4 GiB needs v3.
-fn needs_v3(len: usize) -> bool {
-    len as u64 > u64::from(u32::MAX) - (1 << 20)
+/// Why a new container does not fit in its slot.
+pub(crate) fn too_large(rw: &Rewrite) -> String {
+    format!(
+        "the new {} bundle takes {} bytes and its place in the file has {}; it cannot grow \
+         without relinking",
+        rw.after,
+        if rw.new_size > rw.slot {
+            rw.new_size.to_string()
+        } else {
+            format!("more than {}", rw.slot)
+        },
+        rw.slot
+    )
 }
 
-/// Compresses as clang does. Tools that find the next CCOB by searching for its magic (LLVM's
-/// `--list` and `llvm-objdump --offloading` before LLVM PR 206745) cut a bundle short where the
-/// compressed bytes happen to contain "CCOB"; a payload that does is compressed again at the
-/// next levels, and a note says so if it still does.
-fn compress(
-    bundle: &[u8],
-    c: Compression,
-    notes: &mut Vec<String>,
-) -> Result<(Vec<u8>, u64), String> {
-    let version = c.version.unwrap_or(2);
-    for (attempt, level) in (c.level()..).take(3).enumerate() {
-        let out = ccob::compress(bundle, version, c.method, level)
-            .map_err(|e| format!("cannot compress: {e}"))?;
-        let payload = out.get(ccob_header_len(version)..).unwrap_or_default();
-        let Some(at) = payload.windows(4).position(|w| w == ccob::MAGIC) else {
-            if attempt > 0 {
-                notes.push(format!(
-                    "compressed at level {level}: at level {} the compressed bytes contained \
-                     \"CCOB\", which tools that scan for the magic would take for a new bundle",
-                    c.level()
-                ));
+enum TableError {
+    Io(std::io::Error),
+    Format(rocpack_offload::FormatError),
+}
+
+/// Reads a bundle's table (magic, count, entries with their IDs) from the start of `reader`,
+/// a bundle of `total` bytes, one record at a time: nothing is allocated that the bytes read so
+/// far do not justify.
+fn read_table(
+    reader: &mut BaseReader<'_>,
+    total: u64,
+) -> Result<(BundleHeader, Vec<u8>), TableError> {
+    let format = |e| TableError::Format(e);
+    let mut table = vec![0u8; 32.min(total) as usize];
+    reader
+        .read_exact_at(&mut table, 0)
+        .map_err(TableError::Io)?;
+    if let Some(count) = Bytes::new(&table)
+        .u64(24)
+        .ok()
+        .filter(|_| table.starts_with(bundle::MAGIC))
+    {
+        for _ in 0..count.min(total.saturating_sub(32) / 24) {
+            let at = table.len() as u64;
+            if at + 24 > total {
+                break;
             }
-            return with_hash(out);
-        };
-        if attempt == 2 || (c.method == Method::Zlib && level >= 9) || level >= 22 {
-            notes.push(format!(
-                "the compressed bytes contain \"CCOB\" at payload offset {at}; tools that find \
-                 bundles by scanning for the magic instead of reading the size field may cut \
-                 this bundle short"
-            ));
-            return with_hash(out);
+            table.resize(at as usize + 24, 0);
+            reader
+                .read_exact_at(table.get_mut(at as usize..).unwrap_or_default(), at)
+                .map_err(TableError::Io)?;
+            let id_len = Bytes::new(&table).u64(at + 16).unwrap_or(u64::MAX);
+            if id_len > total - (at + 24) {
+                break;
+            }
+            table.resize(at as usize + 24 + id_len as usize, 0);
+            reader
+                .read_exact_at(
+                    table.get_mut(at as usize + 24..).unwrap_or_default(),
+                    at + 24,
+                )
+                .map_err(TableError::Io)?;
         }
     }
-    Err("cannot compress".into())
+    let header = bundle::parse_header(&table, total).map_err(format)?;
+    Ok((header, table))
 }
 
-/// A new CCOB and the hash its header carries (computed once, by [`ccob::compress`]).
-fn with_hash(out: Vec<u8>) -> Result<(Vec<u8>, u64), String> {
-    let hash = CcobHeader::parse(&out)
-        .map_err(|e| format!("cannot compress: {e}"))?
-        .hash;
-    Ok((out, hash))
-}
-
-fn ccob_header_len(version: u16) -> usize {
-    match version {
-        1 => 20,
-        2 => 24,
-        _ => 32,
-    }
+/// The entries a compacted bundle must list: `(stored ID, new offset, size)`.
+fn expect_of(c: &Compact, table: &[u8], kept: &[&bundle::BundleEntry]) -> Vec<(Vec<u8>, u64, u64)> {
+    kept.iter()
+        .zip(&c.offsets)
+        .map(|(e, &at)| (stored_id(table, e).to_vec(), at, e.size))
+        .collect()
 }
 
 /// A bundle table: magic, count, then per entry offset, size, ID length and ID.
-fn table<'a>(entries: impl Iterator<Item = (&'a [u8], u64, u64)> + Clone) -> Vec<u8> {
+fn table_bytes<'a>(entries: impl Iterator<Item = (&'a [u8], u64, u64)> + Clone) -> Vec<u8> {
     let mut out = bundle::MAGIC.to_vec();
     out.extend((entries.clone().count() as u64).to_le_bytes());
     for (id, offset, size) in entries {
@@ -736,9 +769,9 @@ fn table<'a>(entries: impl Iterator<Item = (&'a [u8], u64, u64)> + Clone) -> Vec
     out
 }
 
-/// An entry's ID exactly as stored.
-pub(crate) fn stored_id<'a>(bundle: &'a [u8], e: &bundle::BundleEntry) -> &'a [u8] {
-    Bytes::new(bundle)
+/// An entry's ID exactly as stored (`table` holds the bundle's table).
+pub(crate) fn stored_id<'a>(table: &'a [u8], e: &bundle::BundleEntry) -> &'a [u8] {
+    Bytes::new(table)
         .read_at(e.id_offset, e.id_len)
         .unwrap_or_default()
 }
@@ -755,14 +788,13 @@ fn alignment(header: &BundleHeader) -> u64 {
     align
 }
 
-/// A new bundle holding `kept` entries of `bundle`, in their order, laid out as the original
-/// writer did.
-fn compact(bundle: &[u8], header: &BundleHeader, kept: &[&bundle::BundleEntry]) -> Vec<u8> {
+/// A new bundle holding `kept` entries, in their order, laid out as the original writer did.
+fn compact(table: &[u8], header: &BundleHeader, kept: &[&bundle::BundleEntry]) -> Compact {
     let align = alignment(header);
     let table_len = 32
         + kept
             .iter()
-            .map(|e| 24 + stored_id(bundle, e).len() as u64)
+            .map(|e| 24 + stored_id(table, e).len() as u64)
             .sum::<u64>();
     let mut at = table_len;
     let mut layout = Vec::with_capacity(kept.len());
@@ -770,155 +802,18 @@ fn compact(bundle: &[u8], header: &BundleHeader, kept: &[&bundle::BundleEntry]) 
         if e.size > 0 {
             at = at.next_multiple_of(align);
         }
-        layout.push((stored_id(bundle, e), at, e.size));
+        layout.push((stored_id(table, e), at, e.size));
         at += e.size;
     }
-    let mut out = table(layout.iter().copied());
-    for (e, (_, offset, size)) in kept.iter().zip(&layout) {
-        if *size == 0 {
-            continue;
-        }
-        out.resize(*offset as usize, 0);
-        out.extend_from_slice(
-            Bytes::new(bundle)
-                .read_at(e.offset, e.size)
-                .unwrap_or_default(),
-        );
+    Compact {
+        table: table_bytes(layout.iter().copied()),
+        pieces: kept
+            .iter()
+            .zip(&layout)
+            .filter(|(e, _)| e.size > 0)
+            .map(|(e, &(_, new, size))| (new, e.offset, size))
+            .collect(),
+        offsets: layout.iter().map(|&(_, new, _)| new).collect(),
+        len: at.max(table_len),
     }
-    out
-}
-
-/// Checks that the container now at `rw.offset` of `new` is what the plan intended: its form,
-/// its size, and its entries, in order, with IDs and bytes identical to the originals in
-/// `old`. Reads the new file's bytes only; does not trust anything the writer did.
-pub(crate) fn verify(rw: &Rewrite, new: &[u8], old: &[u8], limits: Limits) -> Result<(), String> {
-    let at = Bytes::new(new)
-        .read_at(rw.offset, rw.new_size)
-        .map_err(|_| format!("the new file ends before byte {}", rw.offset + rw.new_size))?;
-    let decompressed;
-    let bundle: &[u8] = match rw.after {
-        Form::Bundle => at,
-        Form::Ccob { version, method } => {
-            let h = CcobHeader::parse(at).map_err(|e| format!("new CCOB: {e}"))?;
-            if (h.version, h.method) != (version, method) {
-                return Err(format!(
-                    "new CCOB is v{} {}, v{version} {} was intended",
-                    h.version,
-                    h.method.name(),
-                    method.name()
-                ));
-            }
-            if h.total_size != Some(rw.new_size) {
-                return Err(format!(
-                    "new CCOB declares {:?} bytes in all, it takes {}",
-                    h.total_size, rw.new_size
-                ));
-            }
-            decompressed =
-                ccob::decompress(&h, at, limits.max_decompressed.max(h.uncompressed_size))
-                    .map_err(|e| format!("new CCOB does not decompress: {e}"))?;
-            // The hash was computed once, over the intended bundle, when it was compressed: the
-            // new CCOB must carry it and decompress to exactly that bundle.
-            let (inner, hash) = rw
-                .inner
-                .as_ref()
-                .ok_or("a new CCOB without its intended bundle")?;
-            if h.hash != *hash {
-                return Err("new CCOB's hash field is not the MD5 of the intended bundle".into());
-            }
-            let intended: &[u8] = if inner.is_empty() {
-                Bytes::new(old)
-                    .read_at(rw.offset, rw.old_size)
-                    .map_err(|_| "the original bundle is not in the original file")?
-            } else {
-                inner
-            };
-            if decompressed.as_slice() != intended {
-                return Err("new CCOB does not decompress to the intended bundle".into());
-            }
-            &decompressed
-        }
-    };
-    let header = bundle::parse(bundle, true).map_err(|e| format!("new bundle: {e}"))?;
-    // A decompressed bundle may carry bytes after its last entry (padding); they are written
-    // and compared as they are, but the entries must end within it.
-    if rw.after == Form::Bundle && header.end() > rw.new_size {
-        return Err(format!(
-            "new bundle ends at {}, {} was intended",
-            header.end(),
-            rw.new_size
-        ));
-    }
-    if header.entries.len() != rw.expect.len() {
-        return Err(format!(
-            "new bundle has {} entries, {} were intended",
-            header.entries.len(),
-            rw.expect.len()
-        ));
-    }
-    for (e, want) in header.entries.iter().zip(&rw.expect) {
-        if stored_id(bundle, e) != want.id.as_slice() || e.size != want.size {
-            return Err(format!(
-                "entry #{} is {} ({} bytes), {} ({} bytes) was intended",
-                e.index,
-                e.id.raw,
-                e.size,
-                String::from_utf8_lossy(&want.id),
-                want.size
-            ));
-        }
-        let got = Bytes::new(bundle)
-            .read_at(e.offset, e.size)
-            .unwrap_or_default();
-        let original = match &want.source {
-            Source::File(off) => Bytes::new(old).read_at(*off, want.size),
-            Source::Buffer(buf, off) => Bytes::new(buf).read_at(*off, want.size),
-        }
-        .unwrap_or_default();
-        if got != original {
-            return Err(format!(
-                "entry #{} ({}) differs from the original code object",
-                e.index, e.id.raw
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The new file's bytes, built in memory: what [`crate::write::apply`] writes to disk through a
-/// temporary file, for tests and fuzzing (a real rewrite never holds a whole file).
-pub fn render(plan: &FilePlan, old: &[u8]) -> Vec<u8> {
-    if plan.whole {
-        return plan
-            .rewrites
-            .first()
-            .map(|r| r.head.to_vec())
-            .unwrap_or_default();
-    }
-    let mut new = old.to_vec();
-    let l = plan.layout();
-    for &(s, e) in &l.zero {
-        if let Some(z) = new.get_mut(s as usize..e as usize) {
-            z.fill(0);
-        }
-    }
-    for r in &l.heads {
-        if let Some(dst) = new.get_mut(r.offset as usize..r.offset as usize + r.head.len()) {
-            dst.copy_from_slice(&r.head);
-        }
-    }
-    new
-}
-
-/// Checks every rewrite of `plan` in `new` against `old` (see [`crate::write`] for the checks a
-/// real write makes).
-///
-/// # Errors
-/// The first rewrite that is not as planned, and why.
-pub fn verify_all(plan: &FilePlan, new: &[u8], old: &[u8], limits: Limits) -> Result<(), String> {
-    for r in &plan.rewrites {
-        verify(r, new, old, limits)
-            .map_err(|m| format!("{} at byte {}: {m}", r.label, r.offset))?;
-    }
-    Ok(())
 }

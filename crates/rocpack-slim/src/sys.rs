@@ -282,9 +282,25 @@ fn copy_xattrs(from: &File, to: &File, notes: &mut Vec<String>) -> io::Result<()
     Ok(())
 }
 
-/// Whether process `pid` is alive and is a rocpack (so its temporary files are in use).
-pub fn rocpack_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rocpack")
+/// Marks `file` as in use by this process: an exclusive advisory lock (`flock`), which the
+/// kernel drops when the process ends, however it ends.
+///
+/// # Errors
+/// The lock is already held (another live run owns the file), or the filesystem refuses.
+pub fn hold(file: &File) -> io::Result<()> {
+    Ok(rfs::flock(
+        file,
+        rfs::FlockOperation::NonBlockingLockExclusive,
+    )?)
+}
+
+/// Whether a live process holds `path` ([`hold`]): a temporary file in use, not a stale one.
+/// A file that cannot be opened counts as held (it is left alone).
+pub fn held(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(f) => hold(&f).is_err(),
+        Err(_) => true,
+    }
 }
 
 /// Sends SIGKILL to this process: the fault-injection hook of the tests.

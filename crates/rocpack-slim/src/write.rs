@@ -20,14 +20,15 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use rocpack_scan::Mapped;
-
-use crate::plan::{self, FilePlan, Limits};
+use crate::plan::{self, FilePlan, Limits, Rewrite, Skip};
+use crate::stream::{self, Discard, Input, Intent, Output, ProduceError, Produced, Sink};
 use crate::sys;
 
 /// What to do with a file that has other hard links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum HardLinks {
     /// Refuse to rewrite it (the default): a rename would split it from its other names.
     #[default]
@@ -82,8 +83,9 @@ pub struct WriteError {
 }
 
 /// Fault injection for the tests: `ROCPACK_FAULT=<step>` kills the process with SIGKILL at
-/// that step (`after-write`, `after-verify`, `after-fsync`, `after-link`, `after-rename`), or
-/// with `corrupt` changes a byte of the temporary file before it is checked.
+/// that step (`after-write`, `after-verify`, `after-fsync`, `after-link`, `after-rename`); with
+/// `corrupt` changes a byte of the temporary file before it is checked; with `dir-fsync` makes
+/// the directory's fsync after the rename fail.
 fn fault(step: &str) {
     if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == step) {
         sys::kill_self();
@@ -109,34 +111,22 @@ fn corrupt_requested() -> bool {
     std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "corrupt")
 }
 
-/// The temporary name used for `dest`.
-fn temp_name(dest: &Path, pid: u32) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    dest.with_file_name(format!(".{name}.rocpack-{pid}.tmp"))
-}
-
-/// Removes the temporary files killed rocpacks left in `dir` (those whose process is gone).
-/// Call it once per destination directory before writing there; returns the names removed.
+/// Removes the temporary files killed rocpacks left in `dir`: those no live process holds (a
+/// rewrite holds its temporary file with `flock` from creation to rename, so a run is recognised
+/// whatever its program is called). Call it once per destination directory before writing
+/// there; returns the names removed.
 pub fn sweep(dir: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return removed;
     };
     for e in entries.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = n
-            .strip_prefix('.')
-            .and_then(|r| r.strip_suffix(".tmp"))
-            .and_then(|r| r.rsplit_once(".rocpack-"))
-            .and_then(|(_, p)| p.parse::<u32>().ok())
-        else {
+        let path = e.path();
+        if !rocpack_scan::own::is_temp(&path) || sys::held(&path) {
             continue;
-        };
-        if !sys::rocpack_alive(pid) && std::fs::remove_file(e.path()).is_ok() {
-            removed.push(e.path());
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
         }
     }
     removed
@@ -146,20 +136,41 @@ pub fn sweep(dir: &Path) -> Vec<PathBuf> {
 ///
 /// # Errors
 /// [`WriteError`] when anything fails; `dest` is then as it was.
+///
+/// `before` is `src`'s metadata taken when it was opened, before anything read it (reading
+/// updates the access time, which the new file must not take). A `dest` that is `src` itself
+/// (`-o` naming the input) is rewritten in place, with every check that implies.
+#[allow(clippy::too_many_arguments)]
 pub fn apply(
     src: &File,
+    before: &sys::Meta,
     old: &[u8],
-    plan: &FilePlan,
+    plan: &mut FilePlan,
     dest: &Path,
     in_place: bool,
     opts: &WriteOptions,
+    progress: &Progress<'_>,
 ) -> Result<Written, WriteError> {
     let err = |message: String| WriteError {
         path: dest.to_path_buf(),
         message,
     };
-    let meta = sys::meta(src).map_err(|e| err(format!("cannot stat: {e}")))?;
+    let meta = before.clone();
+    let in_place = in_place || same_file(dest, meta.dev_ino);
     let mut notes = Vec::new();
+    // A backup a run left when it was stopped between keeping the original and renaming the
+    // new file over it: the original's second name is its own backup, not a hard link to keep.
+    let left_backup = if in_place {
+        existing_backup(dest, meta.dev_ino)
+    } else {
+        None
+    };
+    if let (Some(b), false) = (&left_backup, opts.backup) {
+        notes.push(format!(
+            "{} (left by an interrupted run) keeps the original",
+            b.display()
+        ));
+    }
     if in_place {
         if meta.mode & 0o200 == 0 {
             return Err(err(format!(
@@ -167,19 +178,19 @@ pub fn apply(
                 meta.mode
             )));
         }
-        if meta.nlink > 1 {
+        let links = meta.nlink - u64::from(left_backup.is_some());
+        if links > 1 {
             match opts.hard_links {
                 HardLinks::Refuse => {
                     return Err(err(format!(
                         "has {} hard links; rewriting it would give this name new content and \
                          leave the others with the old; not rewritten (pass --hard-links=break \
                          to do that, or rewrite a copy)",
-                        meta.nlink
+                        links
                     )));
                 }
                 HardLinks::Break => notes.push(format!(
-                    "had {} hard links: the other names keep the original content",
-                    meta.nlink
+                    "had {links} hard links: the other names keep the original content"
                 )),
             }
         }
@@ -190,7 +201,7 @@ pub fn apply(
     };
 
     let pid = std::process::id();
-    let named = temp_name(dest, pid);
+    let named = rocpack_scan::own::temp_name(dest, pid);
     let (tmp, is_named) = match sys::unnamed_temp(&dir) {
         Ok(Some(f)) => (f, false),
         Ok(None) => {
@@ -214,6 +225,13 @@ pub fn apply(
             )));
         }
     };
+    // Held until this process ends: a sweep by another run leaves it alone.
+    if let Err(e) = sys::hold(&tmp) {
+        if is_named {
+            let _ = std::fs::remove_file(&named);
+        }
+        return Err(err(format!("cannot lock the temporary file: {e}")));
+    }
     let cleanup = |e: WriteError| {
         if is_named {
             let _ = std::fs::remove_file(&named);
@@ -242,14 +260,36 @@ pub fn apply(
         Ok(())
     };
 
-    fill(src, &tmp, plan).map_err(|e| cleanup(err(format!("writing the new file failed: {e}"))))?;
+    let input = Input::file(old, src);
+    fill(input, src, &tmp, plan, opts.limits, progress)
+        .map_err(|e| cleanup(err(format!("writing the new file failed: {e}"))))?;
+    if !plan.changes() {
+        let why = plan
+            .skipped
+            .iter()
+            .rfind(|s| s.error)
+            .map_or_else(String::new, |s| format!(": {}", s.reason));
+        return Err(cleanup(err(format!("not rewritten{why}"))));
+    }
     fault("after-write");
     shrink_source_requested(src);
     unchanged().map_err(cleanup)?;
     if corrupt_requested() {
         corrupt(&tmp, plan);
     }
-    check(&tmp, old, plan, opts.limits).map_err(|m| {
+    let new_len = tmp
+        .metadata()
+        .map_err(|e| cleanup(err(format!("cannot stat the new file: {e}"))))?
+        .len();
+    if new_len != plan.new_len {
+        return Err(cleanup(err(format!(
+            "the new file failed verification, so the original was left as it is: it has \
+             {new_len} bytes, {} were intended",
+            plan.new_len
+        ))));
+    }
+    let new = Input::file(&[], &tmp);
+    check(new, input, plan, opts.limits, progress).map_err(|m| {
         cleanup(err(format!(
             "the new file failed verification, so the original was left as it is: {m}"
         )))
@@ -273,7 +313,9 @@ pub fn apply(
         })?;
     }
     fault("after-link");
-    let backup = if opts.backup && dest.exists() {
+    let backup = if let (true, Some(b)) = (opts.backup, &left_backup) {
+        Some(b.clone())
+    } else if opts.backup && dest.exists() {
         let b = backup_path(dest);
         if let Err(e) = std::fs::hard_link(dest, &b) {
             let _ = std::fs::remove_file(&named);
@@ -294,8 +336,19 @@ pub fn apply(
         return Err(err(format!("cannot replace the file: {e}")));
     }
     fault("after-rename");
-    if let Ok(d) = sys::open_dir(&dir) {
-        sys::fsync(d).map_err(|e| err(format!("fsync of {} failed: {e}", dir.display())))?;
+    // The new file is in place from here on: a failure now is reported, not an error.
+    let synced = sys::open_dir(&dir).and_then(|d| {
+        if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "dir-fsync") {
+            return Err(io::Error::other("injected failure"));
+        }
+        sys::fsync(d)
+    });
+    if let Err(e) = synced {
+        notes.push(format!(
+            "the new file is in place, but fsync of {} failed ({e}): a crash before the \
+             system writes the directory may bring back the old file",
+            dir.display()
+        ));
     }
     let after = sys::meta(&tmp).map_err(|e| err(format!("cannot stat: {e}")))?;
     Ok(Written {
@@ -313,6 +366,22 @@ pub fn apply(
     })
 }
 
+/// Whether `path` names the file with this device and inode.
+fn same_file(path: &Path, dev_ino: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == dev_ino)
+}
+
+/// A backup name of `dest` (`NAME.orig`, `NAME.orig.N`) that is another name of the file
+/// itself.
+fn existing_backup(dest: &Path, dev_ino: (u64, u64)) -> Option<PathBuf> {
+    let base = dest.as_os_str().to_string_lossy().into_owned();
+    std::iter::once(PathBuf::from(format!("{base}.orig")))
+        .chain((1..).map(|n| PathBuf::from(format!("{base}.orig.{n}"))))
+        .take_while(|p| p.symlink_metadata().is_ok())
+        .find(|p| same_file(p, dev_ino))
+}
+
 /// `NAME.orig`, or `NAME.orig.N` if taken.
 fn backup_path(dest: &Path) -> PathBuf {
     let base = dest.as_os_str().to_string_lossy().into_owned();
@@ -326,23 +395,148 @@ fn backup_path(dest: &Path) -> PathBuf {
         .unwrap_or(first)
 }
 
-fn fill(src: &File, tmp: &File, plan: &FilePlan) -> io::Result<()> {
-    tmp.set_len(plan.new_len)?;
-    if plan.whole {
-        if let Some(r) = plan.rewrites.first() {
-            tmp.write_all_at(&r.head, 0)?;
+/// Reports bytes of the original done, for progress on stderr: called with the old size of
+/// each bundle when it has been written, and again when it has been checked.
+pub type Progress<'a> = dyn Fn(Step, u64) + Sync + 'a;
+
+/// What a progress report counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A bundle written (or, in a dry run, measured).
+    Written,
+    /// A bundle read back and checked.
+    Checked,
+}
+
+/// No progress reports.
+pub fn no_progress(_: Step, _: u64) {}
+
+/// Runs `each` on every rewrite on all cores, within the memory budget of zstd windows.
+fn each_rewrite<T: Send>(rewrites: &[Rewrite], each: impl Fn(&Rewrite) -> T + Sync) -> Vec<T> {
+    stream::bounded_par(rewrites, |r| r.output.cost(), each)
+}
+
+/// Writes every rewrite of `plan` into `sink` at its offset. Fills the sizes and hashes of new
+/// CCOBs; a rewrite that cannot be written (it does not fit, or its compressed bundle is
+/// corrupt) becomes an error in `plan.skipped`, and its slot `[offset, offset + slot)` is
+/// returned for the caller to restore.
+fn execute(
+    plan: &mut FilePlan,
+    old: Input<'_>,
+    sink: &dyn Sink,
+    limits: Limits,
+    dry_run: bool,
+    progress: &Progress<'_>,
+) -> Vec<(u64, u64)> {
+    let whole = plan.whole;
+    let results = each_rewrite(&plan.rewrites, |r| {
+        let needed = !dry_run
+            || match &r.output {
+                Output::Table(_) => false,
+                Output::Ccob { .. } => true,
+                Output::Plain(inner) => matches!(inner.base, stream::Base::Ccob { .. }),
+            };
+        let room = if whole { u64::MAX } else { r.slot };
+        let result = if needed {
+            stream::produce(&r.output, old, sink, r.offset, room, limits).map(Some)
+        } else {
+            Ok(None)
+        };
+        progress(Step::Written, r.old_size);
+        result
+    });
+    let mut failed = Vec::new();
+    let mut kept = Vec::with_capacity(plan.rewrites.len());
+    for (mut r, result) in std::mem::take(&mut plan.rewrites).into_iter().zip(results) {
+        match result {
+            Ok(p) => {
+                if let Some(Produced {
+                    size,
+                    written,
+                    hash,
+                    notes,
+                }) = p
+                {
+                    if !matches!(r.output, Output::Table(_)) {
+                        r.new_size = size;
+                    }
+                    r.written = written;
+                    r.hash = hash;
+                    r.notes.extend(notes);
+                }
+                kept.push(r);
+            }
+            Err(e) => {
+                let reason = match e {
+                    ProduceError::TooLarge => plan::too_large(&r),
+                    ProduceError::Io(e) if r.before != crate::Form::Bundle => {
+                        format!("cannot decompress: {e}")
+                    }
+                    ProduceError::Io(e) => format!("cannot rewrite: {e}"),
+                };
+                failed.push((r.offset, r.offset + if whole { r.written } else { r.slot }));
+                plan.skipped.push(Skip {
+                    offset: Some(r.offset),
+                    label: r.label.clone(),
+                    reason,
+                    error: true,
+                });
+            }
         }
+    }
+    plan.rewrites = kept;
+    if whole {
+        if let Some(r) = plan.rewrites.first_mut() {
+            r.slot = r.new_size;
+            plan.new_len = r.new_size;
+        }
+    }
+    failed
+}
+
+/// Completes a plan without writing anything: compresses (into nothing) every bundle a new
+/// CCOB will hold, to learn its size, and decompresses every compressed bundle that will be
+/// rewritten, to find corrupt ones. A bundle that would not fit becomes an error in
+/// `plan.skipped`, as it would in [`apply`].
+pub fn measure(plan: &mut FilePlan, old: Input<'_>, limits: Limits, progress: &Progress<'_>) {
+    execute(plan, old, &Discard, limits, true, progress);
+}
+
+fn fill(
+    old: Input<'_>,
+    src: &File,
+    tmp: &File,
+    plan: &mut FilePlan,
+    limits: Limits,
+    progress: &Progress<'_>,
+) -> io::Result<()> {
+    if !plan.whole {
+        tmp.set_len(plan.new_len)?;
+        for (s, e) in &plan.layout().copy {
+            sys::copy_range(src, tmp, *s, e - s)?;
+        }
+    }
+    let failed = execute(plan, old, tmp, limits, false, progress);
+    if plan.whole {
+        tmp.set_len(plan.new_len)?;
         return Ok(());
     }
-    let l = plan.layout();
-    for (s, e) in &l.copy {
-        sys::copy_range(src, tmp, *s, e - s)?;
+    // A bundle that could not be rewritten keeps its original bytes.
+    for (s, e) in failed {
+        sys::copy_range(src, tmp, s, e - s)?;
     }
-    for r in &l.heads {
-        tmp.write_all_at(&r.head, r.offset)?;
+    // Bytes a longer first compression attempt left after a new CCOB.
+    let zeros = vec![0u8; stream::CHUNK];
+    for r in &plan.rewrites {
+        let mut at = r.offset + r.head_len();
+        while at < r.offset + r.written {
+            let n = (r.offset + r.written - at).min(zeros.len() as u64);
+            tmp.write_all_at(zeros.get(..n as usize).unwrap_or_default(), at)?;
+            at += n;
+        }
     }
     // A filesystem without sparse files wrote the zeros; holes are punched where possible.
-    for &(s, e) in &l.zero {
+    for &(s, e) in &plan.layout().zero {
         if let Some((first, last)) = plan::whole_pages(s, e) {
             if !sys::data_extents(tmp, first, last).is_empty() {
                 sys::punch_hole(tmp, first, last - first)?;
@@ -353,16 +547,13 @@ fn fill(src: &File, tmp: &File, plan: &FilePlan) -> io::Result<()> {
 }
 
 fn corrupt(tmp: &File, plan: &FilePlan) {
-    // Change one byte of the first kept code object (or of the first head).
+    // Change one byte of the first kept code object (or of the middle of the first new
+    // container).
     let at = plan
         .rewrites
         .iter()
         .find_map(|r| r.keep.first().map(|(s, _)| *s))
-        .or_else(|| {
-            plan.rewrites
-                .first()
-                .map(|r| r.offset + r.head.len() as u64 / 2)
-        });
+        .or_else(|| plan.rewrites.first().map(|r| r.offset + r.head_len() / 2));
     if let Some(at) = at {
         let mut b = [0u8; 1];
         if tmp.read_exact_at(&mut b, at).is_ok() {
@@ -372,10 +563,111 @@ fn corrupt(tmp: &File, plan: &FilePlan) {
     }
 }
 
-/// Reads the temporary file back and checks it against the plan and the original.
-fn check(tmp: &File, old: &[u8], plan: &FilePlan, limits: Limits) -> Result<(), String> {
-    let map = Mapped::from_file(tmp).map_err(|e| format!("cannot read it back: {e}"))?;
-    let new: &[u8] = &map;
+/// Whether `[s, e)` of `new` and `old` hold the same bytes; the first that differs.
+fn first_difference(new: Input<'_>, old: Input<'_>, s: u64, e: u64) -> io::Result<Option<u64>> {
+    let (mut a, mut b) = (vec![0u8; stream::CHUNK], vec![0u8; stream::CHUNK]);
+    let mut at = s;
+    while at < e {
+        let n = (e - at).min(a.len() as u64) as usize;
+        let (x, y) = (
+            a.get_mut(..n).unwrap_or_default(),
+            b.get_mut(..n).unwrap_or_default(),
+        );
+        new.read_exact_at(x, at)?;
+        old.read_exact_at(y, at)?;
+        if x != y {
+            let p = x
+                .iter()
+                .zip(y.iter())
+                .position(|(p, q)| p != q)
+                .unwrap_or(0);
+            return Ok(Some(at + p as u64));
+        }
+        at += n as u64;
+    }
+    Ok(None)
+}
+
+/// Reads the new file back and checks it against the plan and the original: everything
+/// outside the new containers as it was, every byte of a slot they do not use zero, and every
+/// new container as intended ([`stream::check`]).
+fn check(
+    new: Input<'_>,
+    old: Input<'_>,
+    plan: &FilePlan,
+    limits: Limits,
+    progress: &Progress<'_>,
+) -> Result<(), String> {
+    let io = |e: io::Error| format!("cannot read it back: {e}");
+    if !plan.whole {
+        let l = plan.layout();
+        for &(s, e) in &l.copy {
+            if let Some(at) = first_difference(new, old, s, e).map_err(io)? {
+                return Err(format!(
+                    "byte {at} should be unchanged from the original but is not"
+                ));
+            }
+        }
+        // Holes are zeros: only the new file's data in these ranges is read.
+        for &(s, e) in &l.zero {
+            let zeros = new.zeros_at(s, e);
+            if zeros < e - s {
+                return Err(format!("byte {} should be zero but is not", s + zeros));
+            }
+        }
+    }
+    let results = each_rewrite(&plan.rewrites, |r| {
+        let intent = Intent {
+            output: &r.output,
+            form: r.after,
+            size: r.new_size,
+            hash: r.hash,
+            entries: r
+                .expect
+                .iter()
+                .map(|(id, at, size)| (id.as_slice(), *at, *size))
+                .collect(),
+        };
+        let result = stream::check(&intent, new, r.offset, old, limits)
+            .map_err(|m| format!("{} at byte {}: {m}", r.label, r.offset));
+        progress(Step::Checked, r.old_size);
+        result
+    });
+    results.into_iter().collect()
+}
+
+/// The new file's bytes, built in memory with the same code [`apply`] writes to disk with, for
+/// tests and fuzzing (a real rewrite never holds a whole file). Completes `plan` as
+/// [`apply`] does.
+pub fn render(plan: &mut FilePlan, old: &[u8], limits: Limits) -> Vec<u8> {
+    let sink = Mutex::new(if plan.whole { Vec::new() } else { old.to_vec() });
+    let failed = execute(plan, Input::bytes(old), &sink, limits, false, &no_progress);
+    let mut new = sink.into_inner().unwrap_or_default();
+    if plan.whole {
+        new.resize(plan.new_len as usize, 0);
+        return new;
+    }
+    for (s, e) in failed {
+        if let (Some(d), Some(o)) = (
+            new.get_mut(s as usize..e as usize),
+            old.get(s as usize..e as usize),
+        ) {
+            d.copy_from_slice(o);
+        }
+    }
+    for (s, e) in plan.layout().zero {
+        if let Some(z) = new.get_mut(s as usize..e as usize) {
+            z.fill(0);
+        }
+    }
+    new
+}
+
+/// Checks `new` against `plan` and `old` as [`apply`] checks the file it wrote.
+///
+/// # Errors
+/// The first thing that is not as planned, and why.
+pub fn verify_all(plan: &FilePlan, new: &[u8], old: &[u8], limits: Limits) -> Result<(), String> {
     if new.len() as u64 != plan.new_len {
         return Err(format!(
             "it has {} bytes, {} were intended",
@@ -383,52 +675,11 @@ fn check(tmp: &File, old: &[u8], plan: &FilePlan, limits: Limits) -> Result<(), 
             plan.new_len
         ));
     }
-    if plan.whole
-        && plan
-            .rewrites
-            .first()
-            .is_some_and(|r| r.head.as_slice() != new)
-    {
-        return Err("the new file's bytes are not the planned ones".into());
-    }
-    if !plan.whole {
-        let l = plan.layout();
-        for (s, e) in &l.copy {
-            let (s, e) = (*s as usize, *e as usize);
-            if new.get(s..e) != old.get(s..e) {
-                let at = new
-                    .get(s..e)
-                    .unwrap_or_default()
-                    .iter()
-                    .zip(old.get(s..e).unwrap_or_default())
-                    .position(|(a, b)| a != b)
-                    .map_or(s, |p| s + p);
-                return Err(format!(
-                    "byte {at} should be unchanged from the original but is not"
-                ));
-            }
-        }
-        for r in &l.heads {
-            let (s, e) = (r.offset as usize, r.offset as usize + r.head.len());
-            if new.get(s..e) != Some(r.head.as_slice()) {
-                return Err(format!(
-                    "the new header of {} at byte {s} is wrong",
-                    r.label
-                ));
-            }
-        }
-        for (s, e) in &l.zero {
-            for (ds, de) in sys::data_extents(tmp, *s, *e) {
-                let bytes = new.get(ds as usize..de as usize).unwrap_or_default();
-                if let Some(p) = bytes.iter().position(|&b| b != 0) {
-                    return Err(format!("byte {} should be zero but is not", ds + p as u64));
-                }
-            }
-        }
-    }
-    for r in &plan.rewrites {
-        plan::verify(r, new, old, limits)
-            .map_err(|m| format!("{} at byte {}: {m}", r.label, r.offset))?;
-    }
-    Ok(())
+    check(
+        Input::bytes(new),
+        Input::bytes(old),
+        plan,
+        limits,
+        &no_progress,
+    )
 }

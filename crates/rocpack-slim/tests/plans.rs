@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use rocpack_amdgpu::compat::{Device, Policy};
-use rocpack_slim::plan::{Limits, render, verify_all};
+use rocpack_slim::plan::Limits;
 use rocpack_slim::{Compression, Keep, Operation, plan};
+use rocpack_slim::{Input, render, verify_all};
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bin");
@@ -59,10 +60,10 @@ fn every_plan_renders_to_a_verified_file() {
     for (name, data) in fixtures() {
         for k in &keeps {
             for op in operations(k) {
-                let Ok(p) = plan(&data, op, Limits::default()) else {
+                let Ok(mut p) = plan(Input::bytes(&data), op, Limits::default()) else {
                     continue;
                 };
-                let new = render(&p, &data);
+                let new = render(&mut p, &data, Limits::default());
                 assert_eq!(new.len() as u64, p.new_len, "{name} {op:?}");
                 verify_all(&p, &new, &data, Limits::default())
                     .unwrap_or_else(|e| panic!("{name} {op:?}: {e}"));
@@ -99,8 +100,8 @@ fn damaged_inputs_never_panic_and_still_verify() {
         }
         for d in &variants {
             for op in operations(&k) {
-                if let Ok(p) = plan(d, op, Limits::default()) {
-                    let new = render(&p, d);
+                if let Ok(mut p) = plan(Input::bytes(d), op, Limits::default()) {
+                    let new = render(&mut p, d, Limits::default());
                     verify_all(&p, &new, d, Limits::default())
                         .unwrap_or_else(|e| panic!("{name} (damaged) {op:?}: {e}"));
                 }

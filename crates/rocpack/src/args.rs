@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rocpack_amdgpu::compat::Policy;
+use rocpack_offload::ccob::Method;
+use rocpack_plan::kb::Layout;
+use rocpack_slim::HardLinks;
 
 /// Inspect the AMD GPU code inside ROCm libraries, executables, archives, bundles and packages,
 /// and check which GPUs it runs on — without a GPU, without ROCm, and without executing
@@ -111,8 +115,8 @@ pub struct WriteArgs {
 
     /// A file with several hard links: refuse (default), or break: rewrite this name and leave
     /// the other names with the original.
-    #[arg(long, value_name = "refuse|break", default_value = "refuse")]
-    pub hard_links: String,
+    #[arg(long, value_enum, value_name = "refuse|break", default_value_t = HardLinks::Refuse, hide_possible_values = true)]
+    pub hard_links: HardLinks,
 }
 
 #[derive(Debug, Args)]
@@ -232,8 +236,8 @@ pub struct PlanVerifyArgs {
     pub prefixes: Vec<PathBuf>,
 
     /// Layout of the prefixes: rocm (/opt/rocm) or debian (/usr, multiarch); default: detected.
-    #[arg(long, value_name = "LAYOUT")]
-    pub layout: Option<String>,
+    #[arg(long, value_enum, value_name = "LAYOUT", hide_possible_values = true)]
+    pub layout: Option<Layout>,
 
     /// The prefixes belong to the system tree under DIR (a sysroot, an unpacked image): symbolic
     /// links are followed inside DIR only. Without it, a link that leaves the prefixes is
@@ -275,8 +279,8 @@ pub struct CompressArgs {
     pub paths: Vec<PathBuf>,
 
     /// zstd (default, as clang) or zlib.
-    #[arg(long, value_name = "METHOD", default_value = "zstd")]
-    pub method: String,
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = Method::Zstd, hide_possible_values = true)]
+    pub method: Method,
 
     /// Compression level (default: clang's, zstd 3 with long-distance matching, zlib 6).
     #[arg(long, value_name = "N")]
@@ -284,8 +288,8 @@ pub struct CompressArgs {
 
     /// CCOB format version: 2 (read by LLVM 19 and later), 3 (LLVM 20 and later; 64-bit
     /// sizes), or auto (2, or 3 when a bundle needs 64-bit sizes).
-    #[arg(long, value_name = "2|3|auto", default_value = "auto")]
-    pub format_version: String,
+    #[arg(long, value_enum, value_name = "2|3|auto", default_value_t = FormatVersion::Auto, hide_possible_values = true)]
+    pub format_version: FormatVersion,
 
     #[command(flatten)]
     pub write: WriteArgs,
@@ -306,8 +310,8 @@ pub struct DecompressArgs {
 pub struct RuleArgs {
     /// Loader rules: hip (current HIP runtime: native, then generic), hip-legacy (ROCm 6.3 and
     /// older: no generic fallback), debian (Debian/Solus extended ISA compatibility patches).
-    #[arg(long, value_name = "POLICY", default_value = "hip")]
-    pub policy: String,
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = Policy::Hip, hide_possible_values = true)]
+    pub policy: Policy,
 
     /// Report the device as another processor, as the runtime does for this variable
     /// (e.g. 10.3.0 for gfx1030). Taken from HSA_OVERRIDE_GFX_VERSION when set.
@@ -460,5 +464,29 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+}
+
+/// `--format-version` of compress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatVersion {
+    /// CCOB v2 (LLVM 19 and later).
+    #[value(name = "2")]
+    V2,
+    /// CCOB v3 (LLVM 20 and later; 64-bit sizes).
+    #[value(name = "3")]
+    V3,
+    /// v2, or v3 when a bundle needs 64-bit sizes.
+    Auto,
+}
+
+impl FormatVersion {
+    /// The version to write, `None` for the choice per bundle.
+    pub fn version(self) -> Option<u16> {
+        match self {
+            FormatVersion::V2 => Some(2),
+            FormatVersion::V3 => Some(3),
+            FormatVersion::Auto => None,
+        }
     }
 }

@@ -807,6 +807,12 @@ fn owner_mode_timestamps_xattrs_and_backups_are_kept() {
         (after.mtime(), after.mtime_nsec()),
         (before.mtime(), before.mtime_nsec())
     );
+    // Reading the file (relatime: its access time is older than a day) must not become the
+    // new file's access time.
+    assert_eq!(
+        (after.atime(), after.atime_nsec()),
+        (before.atime(), before.atime_nsec())
+    );
     let xattr = run_ok(Command::new("python3").args([
         "-c",
         "import os,sys; print(os.getxattr(sys.argv[1], 'user.rocpack-test').decode())",
@@ -1290,4 +1296,131 @@ fn compress_warns_which_runtimes_read_compressed_bundles() {
         &[],
     );
     assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn output_naming_the_input_is_a_rewrite_in_place_with_its_checks() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    copy_fixtures(&["lib3tu-lld.so"], dir);
+    let p = dir.join("lib3tu-lld.so");
+    let ps = p.to_str().unwrap();
+    let original = read(&p);
+    // Read-only: refused, as in place.
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let (code, _, err) = rocpack_run(&["strip", "-q", "--keep", "gfx1030", "-o", ps, ps], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("read-only"), "{err}");
+    assert_eq!(read(&p), original);
+    // Another name for it: refused, as in place.
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let other = dir.join("other-name.so");
+    std::fs::hard_link(&p, &other).unwrap();
+    let (code, _, err) = rocpack_run(&["strip", "-q", "--keep", "gfx1030", "-o", ps, ps], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("hard links"), "{err}");
+    assert_eq!(read(&p), original);
+    std::fs::remove_file(&other).unwrap();
+    // Alone and writable: rewritten.
+    rocpack_ok(&["strip", "-q", "--keep", "gfx1030", "-o", ps, ps]);
+    assert_ne!(read(&p), original);
+}
+
+#[test]
+fn a_backup_left_by_an_interrupted_run_is_not_a_hard_link_to_refuse() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    copy_fixtures(&["lib3tu-lld.so"], dir);
+    let p = dir.join("lib3tu-lld.so");
+    let original = read(&p);
+    // What a run stopped between keeping the original and the rename leaves: NAME.orig as a
+    // second name of NAME.
+    let backup = dir.join("lib3tu-lld.so.orig");
+    std::fs::hard_link(&p, &backup).unwrap();
+    rocpack_ok(&[
+        "strip",
+        "-q",
+        "--keep",
+        "gfx1030",
+        "--backup",
+        "-i",
+        p.to_str().unwrap(),
+    ]);
+    assert_ne!(read(&p), original);
+    assert_eq!(read(&backup), original);
+    assert!(
+        !dir.join("lib3tu-lld.so.orig.1").exists(),
+        "the left backup is reused, not doubled: {:?}",
+        names_in(dir)
+    );
+}
+
+#[test]
+fn a_failed_directory_fsync_after_the_rename_is_a_note_not_a_failure() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    copy_fixtures(&["lib3tu-lld.so"], dir);
+    let p = dir.join("lib3tu-lld.so");
+    let original = read(&p);
+    let (code, out, err) = rocpack_run(
+        &["strip", "--keep", "gfx1030", "-i", p.to_str().unwrap()],
+        &[("ROCPACK_FAULT", "dir-fsync")],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_ne!(read(&p), original, "the new file is in place");
+    assert!(out.contains("fsync of"), "the note says what failed: {out}");
+}
+
+#[test]
+fn the_sweep_leaves_a_temporary_file_a_live_run_holds_whatever_its_name() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    copy_fixtures(&["lib3tu-lld.so"], dir);
+    // A live process that is not called rocpack holds one temporary file (as a rocpack
+    // binary renamed, or run through another name, would); another is stale.
+    let held = dir.join(".lib3tu-lld.so.rocpack-1.tmp");
+    let stale = dir.join(".other.so.rocpack-2.tmp");
+    std::fs::write(&held, b"in use").unwrap();
+    std::fs::write(&stale, b"left").unwrap();
+    let mut holder = Command::new("flock")
+        .arg(&held)
+        .args(["sleep", "60"])
+        .spawn()
+        .expect("flock(1) from util-linux");
+    // Wait until the lock is taken.
+    for _ in 0..100 {
+        let probe = Command::new("flock")
+            .args(["-n", held.to_str().unwrap(), "true"])
+            .status()
+            .unwrap();
+        if !probe.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let p = dir.join("lib3tu-lld.so");
+    rocpack_ok(&[
+        "strip",
+        "-q",
+        "--keep",
+        "gfx1030",
+        "-i",
+        p.to_str().unwrap(),
+    ]);
+    let left = temp_files(dir);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(
+        left.contains(&".lib3tu-lld.so.rocpack-1.tmp".to_owned()),
+        "{left:?}"
+    );
+    assert!(
+        !left.contains(&".other.so.rocpack-2.tmp".to_owned()),
+        "{left:?}"
+    );
+    // And a walk never lists a temporary file as a library.
+    std::fs::copy(&p, dir.join(".x.so.rocpack-3.tmp")).unwrap();
+    let (_, listed, _) = rocpack_run(&["list", dir.to_str().unwrap()], &[]);
+    assert!(!listed.contains(".rocpack-"), "{listed}");
+    assert!(listed.contains("lib3tu-lld.so"), "{listed}");
 }

@@ -8,14 +8,14 @@
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, cmake_cache_set, cmake_define, header_comments, one_line, push_comments,
+    Emission, Tool, cmake_cache_set, cmake_define, header_comments, one_line, push_comments,
     skip_reason,
 };
 use crate::kb::DeviceCode;
 use crate::model::{ComponentPlan, Plan};
 
 pub(super) fn emit(plan: &Plan) -> Emission {
-    let head = header_comments(plan, Format::Cmake);
+    let head = header_comments(plan, Tool::Cmake);
     let mut stdout = head.clone();
     let mut files = Vec::new();
     for c in &plan.components {

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, agreement, bool_value, cmake_define, fixed_note, header_comments,
+    Emission, OptionUse, Tool, agreement, bool_value, cmake_define, fixed_note, header_comments,
     knobless, one_line, option_use, processors, push_comments, skip_reason,
 };
 use crate::kb::{GentooPackage, Knowledge, find_option, version_key};
@@ -26,7 +26,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
     let has_release = gentoo.releases.is_empty() || gentoo.releases.contains(&plan.release);
 
     // make.conf
-    let head = header_comments(plan, Format::Gentoo);
+    let head = header_comments(plan, Tool::Gentoo);
     let mut make_conf = head.clone();
     let requested = processors(&plan.targets);
     let (global, dropped) = filter_flags(&requested, eclass);
@@ -177,7 +177,7 @@ fn package_env(
     plan: &Plan,
     packages: &[(String, String, Vec<String>)],
 ) -> (String, Vec<(String, String)>) {
-    let head = header_comments(plan, Format::Gentoo);
+    let head = header_comments(plan, Tool::Gentoo);
     let mut index = head.clone();
     push_comments(
         &mut index,

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, header_comments, knobless, option_use, push_comments, skip_reason,
+    Emission, OptionUse, Tool, header_comments, knobless, option_use, push_comments, skip_reason,
 };
 use crate::kb::{Knowledge, NixInfo, NixPackage, NixRequirement, find_option};
 use crate::model::{ComponentPlan, Plan};
@@ -70,7 +70,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         }
     }
 
-    let mut out = header_comments(plan, Format::Nix);
+    let mut out = header_comments(plan, Tool::Nix);
     let mut about = vec![
         "Use as an overlay: nixpkgs.overlays = [ (import ./rocm-overlay.nix) ]; derivations not overridden here keep their defaults".to_owned(),
     ];

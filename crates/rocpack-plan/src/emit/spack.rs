@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, OptionUse, header_comments, major_minor, option_use, processor,
-    push_comments, skip_reason,
+    Emission, OptionUse, Tool, header_comments, major_minor, option_use, processor, push_comments,
+    skip_reason,
 };
 use crate::kb::{Knowledge, SpackFacts, SpackPackageFacts, find_option};
 use crate::model::{ComponentPlan, Plan};
@@ -126,7 +126,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         }
     }
 
-    let mut out = header_comments(plan, Format::Spack);
+    let mut out = header_comments(plan, Tool::Spack);
     push_comments(
         &mut out,
         "",

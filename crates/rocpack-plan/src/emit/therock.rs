@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::{
-    Emission, Format, agreement, bool_value, cmake_cache_set, cmake_define, header_comments,
+    Emission, Tool, agreement, bool_value, cmake_cache_set, cmake_define, header_comments,
     processor, processors, push_comments, skip_reason,
 };
 use crate::kb::{Knowledge, TheRockInfo};
@@ -237,7 +237,7 @@ pub(super) fn emit(kb: &Knowledge, plan: &Plan) -> Emission {
         }
     }
 
-    let head = header_comments(plan, Format::Therock);
+    let head = header_comments(plan, Tool::Therock);
     let mut stdout = head.clone();
     push_comments(&mut stdout, "", &notes);
     let args: Vec<String> = vars

@@ -106,7 +106,7 @@ fn bare_product(name: &str) -> String {
 
 /// The policy and override from the command line.
 pub fn rules(args: &RuleArgs) -> Result<Rules> {
-    let policy: Policy = args.policy.parse()?;
+    let policy: Policy = args.policy;
     let override_version: Option<GfxVersion> = match args.hsa_override_gfx_version.as_deref() {
         None | Some("") => None,
         Some(v) => Some(compat::parse_override(v)?),

@@ -103,7 +103,7 @@ pub fn run(global: &Global, args: &PlanArgs) -> Result<Status> {
             return Ok(status);
         }
         Format::Tool(t) => {
-            let e = rocpack_plan::emit::emit(kb, &plan, t.into());
+            let e = rocpack_plan::emit::emit(kb, &plan, t);
             (e.stdout, e.files)
         }
     };
@@ -435,12 +435,7 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
             rocpack_plan::model::SCHEMA
         );
     }
-    let layout = match args.layout.as_deref() {
-        None => None,
-        Some("rocm") => Some(rocpack_plan::kb::Layout::Rocm),
-        Some("debian") => Some(rocpack_plan::kb::Layout::Debian),
-        Some(other) => bail!("--layout {other:?}: expected rocm or debian"),
-    };
+    let layout = args.layout;
     for p in &args.prefixes {
         if !p.is_dir() {
             bail!("{}: not a directory", p.display());

@@ -8,9 +8,7 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use rocpack_amdgpu::compat::Device;
 use rocpack_slim::plan::Limits;
-use rocpack_slim::{
-    Compression, FilePlan, HardLinks, Keep, Operation, WriteOptions, Written, plan,
-};
+use rocpack_slim::{Compression, FilePlan, Keep, Operation, WriteOptions, Written, plan};
 use serde_json::json;
 
 use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
@@ -75,17 +73,8 @@ pub fn strip(global: &Global, args: &StripArgs) -> Result<Status> {
 }
 
 pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
-    let method = match args.method.as_str() {
-        "zstd" => rocpack_offload::ccob::Method::Zstd,
-        "zlib" => rocpack_offload::ccob::Method::Zlib,
-        m => bail!("unknown compression method {m:?} (zstd or zlib)"),
-    };
-    let version = match args.format_version.as_str() {
-        "auto" => None,
-        "2" => Some(2),
-        "3" => Some(3),
-        v => bail!("unknown CCOB format version {v:?} (2, 3 or auto)"),
-    };
+    let method = args.method;
+    let version = args.format_version.version();
     if let Some(l) = args.level {
         let ok = match method {
             rocpack_offload::ccob::Method::Zstd => (1..=22).contains(&l),
@@ -94,7 +83,7 @@ pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
         if !ok {
             bail!(
                 "level {l} is out of range for {} (zstd 1–22, zlib 0–9)",
-                args.method
+                args.method.name()
             );
         }
     }
@@ -159,11 +148,7 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
         .filter(|(p, explicit)| *explicit || !is_ours(p))
         .collect();
     let dest_for = destinations(paths, &files, w)?;
-    let hard_links = match w.hard_links.as_str() {
-        "refuse" => HardLinks::Refuse,
-        "break" => HardLinks::Break,
-        h => bail!("unknown --hard-links value {h:?} (refuse or break)"),
-    };
+    let hard_links = w.hard_links;
     let opts = WriteOptions {
         backup: w.backup,
         hard_links,
@@ -197,16 +182,29 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
         .map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len()))
         .collect();
     let total: u64 = sizes.iter().sum();
-    let done = std::sync::atomic::AtomicU64::new(0);
+    // Progress counts each bundle twice, when it is written and when it is checked, so that
+    // one large file shows progress too (compressing a 1.6 GB library takes seconds).
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    let done = AtomicU64::new(0);
     let progress = Progress::new(global.quiet);
+    let advance = |n: u64| {
+        let now = done.fetch_add(n, Relaxed) + n;
+        progress.update(now / 2, total);
+    };
     let outcomes: Vec<Outcome> = files
         .par_iter()
         .zip(dest_for.par_iter())
         .zip(sizes.par_iter())
         .map(|(((path, explicit), dest), size)| {
-            let o = one_file(path, *explicit, dest, op, &opts);
-            let now = done.fetch_add(*size, std::sync::atomic::Ordering::Relaxed) + size;
-            progress.update(now, total);
+            let reported = AtomicU64::new(0);
+            let per_bundle = |_: rocpack_slim::Step, n: u64| {
+                // Never more than the file's share.
+                let before = reported.fetch_add(n, Relaxed);
+                let n = n.min((2 * size).saturating_sub(before));
+                advance(n);
+            };
+            let o = one_file(path, *explicit, dest, op, &opts, &per_bundle);
+            advance((2 * size).saturating_sub(reported.load(Relaxed)));
             o
         })
         .filter(|o| {
@@ -259,7 +257,7 @@ fn is_ours(path: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    (name.starts_with('.') && name.contains(".rocpack-") && name.ends_with(".tmp"))
+    rocpack_scan::own::is_temp(path)
         || name.ends_with(".orig")
         || name
             .rsplit_once(".orig.")
@@ -314,6 +312,7 @@ fn one_file(
     dest: &Dest,
     op: Operation<'_>,
     opts: &WriteOptions,
+    progress: &rocpack_slim::Progress<'_>,
 ) -> Outcome {
     let mut o = Outcome {
         path: path.to_path_buf(),
@@ -346,6 +345,14 @@ fn one_file(
             return o;
         }
     };
+    // Before anything reads it: reading sets the access time, which the new file must not take.
+    let before = match rocpack_slim::sys::meta(&file) {
+        Ok(m) => m,
+        Err(e) => {
+            o.error = Some(format!("cannot stat: {e}"));
+            return o;
+        }
+    };
     let map = match rocpack_scan::Mapped::from_file(&file) {
         Ok(m) => m,
         Err(e) => {
@@ -353,7 +360,8 @@ fn one_file(
             return o;
         }
     };
-    let p = match plan(&map, op, opts.limits) {
+    let input = rocpack_slim::Input::file(&map, &file);
+    let mut p = match plan(input, op, opts.limits) {
         Ok(p) => p,
         Err(e) => {
             o.error = Some(format!("not rewritten, the file does not parse: {e}"));
@@ -364,8 +372,14 @@ fn one_file(
         o.error = Some(format!("not rewritten: {e}"));
         return o;
     }
+    // The plan read headers through the map; the bundles themselves are streamed with pread,
+    // so the pages read so far need not stay part of this process.
+    map.release();
     let target = match dest {
-        Dest::DryRun => None,
+        Dest::DryRun => {
+            rocpack_slim::measure(&mut p, input, opts.limits, progress);
+            None
+        }
         Dest::InPlace => Some((real.clone(), true)),
         Dest::To(d) => Some((d.clone(), false)),
     };
@@ -378,7 +392,7 @@ fn one_file(
                     return o;
                 }
             }
-            match rocpack_slim::apply(&file, &map, &p, &d, in_place, opts) {
+            match rocpack_slim::apply(&file, &before, &map, &mut p, &d, in_place, opts, progress) {
                 Ok(w) => o.written = Some(w),
                 Err(e) => o.error = Some(e.message),
             }
