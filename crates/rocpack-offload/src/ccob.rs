@@ -203,18 +203,18 @@ thread_local! {
 /// takes a second one).
 const CONTEXTS_KEPT: usize = 4;
 
-/// The decoder of one zstd frame held in memory, on a context from this thread's pool.
-/// It reads as `zstd::stream::read::Decoder::with_buffer(payload).single_frame()` with
+/// The decoder of one zstd frame, on a context from this thread's pool. It reads as
+/// `zstd::stream::read::Decoder::with_buffer(payload).single_frame()` with
 /// `window_log_max(27)` does, the same output and the same errors.
-struct ZstdFrame<'a> {
+struct ZstdFrame<R> {
     ctx: Option<zstd::zstd_safe::DCtx<'static>>,
-    input: &'a [u8],
+    input: R,
     /// Set once the frame has ended: later reads return 0.
     finished: bool,
 }
 
-impl<'a> ZstdFrame<'a> {
-    fn new(input: &'a [u8]) -> std::io::Result<Self> {
+impl<R> ZstdFrame<R> {
+    fn new(input: R) -> std::io::Result<Self> {
         use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
         let pooled = CONTEXTS.with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()));
         let ctx = match pooled {
@@ -245,7 +245,7 @@ fn zstd_error(code: usize) -> std::io::Error {
     std::io::Error::other(zstd::zstd_safe::get_error_name(code).to_string())
 }
 
-impl Read for ZstdFrame<'_> {
+impl<R: BufRead> Read for ZstdFrame<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         use zstd::zstd_safe::{InBuffer, OutBuffer};
         let Some(ctx) = self.ctx.as_mut() else {
@@ -254,39 +254,42 @@ impl Read for ZstdFrame<'_> {
         if self.finished || buf.is_empty() {
             return Ok(0);
         }
+        // As the zstd crate's reader: first offer no input, to drain what the context holds,
+        // then the input as it comes.
+        let mut first = true;
         loop {
-            // As the zstd crate's reader: first offer no input, to drain what the context
-            // holds, then the rest of the frame.
-            for input in [&[][..], self.input] {
+            let (read, written, hint) = {
+                let input: &[u8] = if first { &[] } else { self.input.fill_buf()? };
+                if !first && input.is_empty() {
+                    // The input ended inside the frame.
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "incomplete frame",
+                    ));
+                }
                 let mut src = InBuffer::around(input);
                 let mut dst = OutBuffer::around(&mut *buf);
                 let hint = ctx
                     .decompress_stream(&mut dst, &mut src)
                     .map_err(zstd_error)?;
-                let (read, written) = (src.pos(), dst.pos());
-                self.input = self.input.get(read..).unwrap_or_default();
-                if hint == 0 {
-                    self.finished = true;
-                }
-                if written > 0 {
-                    return Ok(written);
-                }
-                if self.finished {
-                    return Ok(0);
-                }
+                (src.pos(), dst.pos(), hint)
+            };
+            first = false;
+            self.input.consume(read);
+            if hint == 0 {
+                self.finished = true;
             }
-            if self.input.is_empty() {
-                // The input ended inside the frame.
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "incomplete frame",
-                ));
+            if written > 0 {
+                return Ok(written);
+            }
+            if self.finished {
+                return Ok(0);
             }
         }
     }
 }
 
-impl Drop for ZstdFrame<'_> {
+impl<R> Drop for ZstdFrame<R> {
     fn drop(&mut self) {
         if let Some(ctx) = self.ctx.take() {
             CONTEXTS.with(|c| {
