@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Benchmark: `rocpack scan` over six Debian sid ROCm packages (unpacked: about 6.6 GB in about
-# 2,860 files) against the existing tools looping over every file, and over a .deb read in place
-# against decompressing the same .deb with dpkg-deb.
+# Benchmark: `rocpack scan` over fourteen Debian sid ROCm library packages (unpacked: about
+# 10 GB in about 2,900 files, 6,073 device code objects, 717 CCOB files) against the existing
+# tools looping over every file, and over a .deb read in place against decompressing the same
+# .deb with dpkg-deb.
 #
+#  0. Issue 16's targets, unpacked, warm page cache, from paired runs (ROUNDS rounds, default
+#     10, each timing the three commands back to back with hyperfine, 3 runs each):
+#       - `rocpack scan -q DIRS...` at least 3x faster than bench/scan_reference.py, a small
+#         single-threaded Python script that reads only the headers rocpack reads;
+#       - and within 1.5x of the time to stat every file (`find DIRS -type f -printf '%s\n'`,
+#         one fstatat per file);
+#     the median of the per-round ratios is printed against each target, met or not, and the
+#     reference's device code object count against rocpack's.
+#     With TARGETS_ONLY=1 the script stops after this part.
 #  1. Unpacked, warm page cache: `rocpack scan -q DIRS... > /dev/null` and `--json` (hyperfine),
 #     max RSS, and where the time goes (strace -c, perf stat). Baselines, each over the same
 #     files (every regular file under the unpacked directories), run once:
@@ -21,12 +31,13 @@
 #     `rocpack scan -q DIRS...` (3 times); bytes read from disk from fincore and ru_inblock.
 #     On a VM the host may still cache the disk, hence "cold-ish".
 #
-#   bench/scan.sh [RUNS [DEB_RUNS]]     defaults 20 and 3; results also written to
-#                                       bench/results/scan-<date>.txt
+#   bench/scan.sh [RUNS [DEB_RUNS [ROUNDS]]]   defaults 20, 3 and 10; results also written to
+#                                              bench/results/scan-<date>.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 deb_runs=${2:-3}
+rounds=${3:-10}
 max_s=${BASELINE_MAX_S:-600}
 
 # Tools: say what to install rather than installing behind the user's back.
@@ -53,7 +64,8 @@ trap 'rm -rf "$work"' EXIT
 cp target/release/rocpack "$work/rocpack"
 rocpack=$work/rocpack
 
-mapfile -t dirs < <(scripts/fetch-corpus.sh librocrand1 librocsparse1 librocblas4 libhipblaslt1 librocfft0 libmiopen1)
+mapfile -t dirs < <(scripts/fetch-corpus.sh librocrand1 librocsparse1 librocblas4 libhipblaslt1 librocfft0 libmiopen1 \
+  libhipblas2 libhipfft0 libhiprand1 libhipsparse1 libhipsolver0 librocsolver0 librccl1 librocalution0)
 ROC_OBJ_LS=$(scripts/fetch-corpus.sh hip-utils)/usr/bin/roc-obj-ls
 corpus=$(dirname "${dirs[0]}")
 debs=()
@@ -79,6 +91,53 @@ echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 
 warm() { xargs -0 cat < "$work/files0" > /dev/null; }
+
+echo "## 0. issue 16 targets: unpacked, warm cache, paired runs ($rounds rounds of 3 runs each)"
+warm
+pairs=$work/pairs
+: > "$pairs"
+for round in $(seq "$rounds"); do
+  cmds=(-n rocpack "$rocpack scan -q ${dirs[*]}"
+        -n reference "python3 bench/scan_reference.py ${dirs[*]}"
+        -n stat "find ${dirs[*]} -type f -printf %s\n")
+  if [ $((round % 2)) -eq 0 ]; then
+    cmds=("${cmds[@]:6:3}" "${cmds[@]:3:3}" "${cmds[@]:0:3}")
+  fi
+  hyperfine -N --warmup 1 --runs 3 --style none --output=null "${cmds[@]}" \
+    --export-json "$work/pair.json" > "$work/pair.log" 2>&1 || { cat "$work/pair.log"; exit 1; }
+  for n in rocpack reference stat; do
+    jq -r --arg n "$n" '.results[] | select(.command == $n) | .median' "$work/pair.json"
+  done | paste -sd' ' >> "$pairs"
+done
+awk '{ printf "round %2d: rocpack %.1f ms, reference %.1f ms, stat walk %.1f ms; reference/rocpack %.2f, rocpack/stat %.2f\n",
+       NR, $1 * 1000, $2 * 1000, $3 * 1000, $2 / $1, $1 / $3 }' "$pairs"
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+m_r=$(awk '{ print $1 }' "$pairs" | median)
+m_ref=$(awk '{ print $2 }' "$pairs" | median)
+m_stat=$(awk '{ print $3 }' "$pairs" | median)
+q_ref=$(awk '{ print $2 / $1 }' "$pairs" | median)
+q_stat=$(awk '{ print $1 / $3 }' "$pairs" | median)
+awk -v r="$m_r" -v f="$m_ref" -v s="$m_stat" -v a="$q_ref" -v b="$q_stat" -v n="$rounds" 'BEGIN {
+  printf "medians over %d rounds: rocpack %.1f ms, reference %.1f ms, stat walk %.1f ms\n", n, r * 1000, f * 1000, s * 1000
+  printf "rocpack vs the header-only reference: %.2fx faster (median ratio; target: at least 3x): %s\n", a, (a >= 3 ? "MET" : "NOT MET")
+  printf "rocpack vs stating every file: %.2fx the stat walk (median ratio; target: at most 1.5x): %s\n", b, (b <= 1.5 ? "MET" : "NOT MET") }'
+"$rocpack" list --json "${dirs[@]}" > "$work/list.json"
+python3 bench/scan_reference.py "${dirs[@]}" 2> "$work/ref.err" > "$work/ref.out"
+echo "same files read: $(tail -n 1 "$work/ref.err"); rocpack list: $(wc -l < "$work/list.json") device code objects in $(jq -r .file "$work/list.json" | sort -u | wc -l) files"
+/usr/bin/time -f "%e s wall, %U s user, %S s sys, %M KiB max RSS  rocpack scan -q" \
+  "$rocpack" scan -q "${dirs[@]}" > /dev/null 2> "$work/time"
+tail -n 1 "$work/time"
+/usr/bin/time -f "%e s wall, %U s user, %S s sys, %M KiB max RSS  bench/scan_reference.py" \
+  python3 bench/scan_reference.py "${dirs[@]}" > /dev/null 2> "$work/time"
+tail -n 1 "$work/time"
+strace -c -f -o "$work/strace0" "$rocpack" scan -q "${dirs[@]}" > /dev/null
+echo "rocpack's system calls (strace -c -f, calls only): $(awk '$4 ~ /^[0-9]+$/ && $NF ~ /^(mmap|munmap|pread64|openat|statx|madvise)$/ { printf "%s %s, ", $NF, $4 }' "$work/strace0")"
+echo
+if [ -n "${TARGETS_ONLY:-}" ]; then
+  echo "# TARGETS_ONLY set: parts 1 to 3 not run"
+  echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 
 echo "## 1. unpacked, warm cache"
 warm

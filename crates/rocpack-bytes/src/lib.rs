@@ -182,7 +182,8 @@ pub fn lossless_string(bytes: &[u8]) -> String {
 /// text as in JSON. A backslash in an escaped name is therefore ambiguous (a file may really
 /// be called `a\n`); JSON output (`--json`) is exact.
 pub fn escape_text(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(needs_escape) {
+    // Printable ASCII, nearly every name: checked byte by byte, without decoding chars.
+    if s.bytes().all(|b| (b' '..b'\x7f').contains(&b)) || !s.chars().any(needs_escape) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);

@@ -163,6 +163,24 @@ fn select(bundle: &Bundle, gpu: &Gpu, rules: &Rules) -> Option<Selection> {
     compat::select(&device, &entries, rules.policy, rules.override_version)
 }
 
+/// Whether the runtime's choice is the same for both bundles on any device: the same entries
+/// (target, generic version, in order) and the same compression. [`select`] depends on nothing
+/// else of a bundle.
+fn same_choice(a: &Bundle, b: &Bundle) -> bool {
+    a.compressed == b.compressed
+        && a.entries.len() == b.entries.len()
+        && a.entries
+            .iter()
+            .zip(&b.entries)
+            .all(|(x, y)| x.generic_version == y.generic_version && x.target == y.target)
+}
+
+/// Distinct entry lists whose selections are remembered in one evaluation: a library's bundles
+/// nearly always share one or two (every bundle of a fat binary is built for the same
+/// targets), so a few cover them, and a hostile file with all different ones costs at most
+/// this many comparisons per bundle.
+const SELECTIONS_KEPT: usize = 8;
+
 fn evaluate_bundles<'a>(
     bundles: impl Iterator<Item = &'a Bundle>,
     gpu: &Gpu,
@@ -171,8 +189,21 @@ fn evaluate_bundles<'a>(
     let mut counts = VerdictCounts::default();
     let mut weakest: Option<(&Bundle, Selection)> = None;
     let mut warnings: Vec<String> = Vec::new();
+    // Bundles already judged, with their selection: a bundle with the same entries gets the
+    // same one without building its reason again.
+    let mut seen: Vec<(&Bundle, Option<Selection>)> = Vec::new();
     for b in bundles {
-        let Some(s) = select(b, gpu, rules) else {
+        let i = match seen.iter().position(|(k, _)| same_choice(k, b)) {
+            Some(i) => i,
+            None => {
+                if seen.len() == SELECTIONS_KEPT {
+                    seen.remove(0);
+                }
+                seen.push((b, select(b, gpu, rules)));
+                seen.len() - 1
+            }
+        };
+        let Some(s) = seen.get(i).and_then(|(_, s)| s.as_ref()) else {
             continue;
         };
         counts.add(s.verdict);
@@ -182,7 +213,7 @@ fn evaluate_bundles<'a>(
             }
         }
         if weakest.as_ref().is_none_or(|(_, w)| s.verdict < w.verdict) {
-            weakest = Some((b, s));
+            weakest = Some((b, s.clone()));
         }
     }
     let Some((bundle, s)) = weakest else {

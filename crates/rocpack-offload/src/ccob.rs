@@ -191,6 +191,118 @@ pub fn check_frame_size(header: &CcobHeader, data: &[u8]) -> Result<(), FormatEr
     Ok(())
 }
 
+thread_local! {
+    /// Decompression contexts of this thread not in use: creating one (`ZSTD_createDCtx`)
+    /// allocates and initialises about 160 KB, which cost more than decoding the few kilobytes
+    /// of a bundle header. A context is taken for one frame and put back after it.
+    static CONTEXTS: std::cell::RefCell<Vec<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Contexts kept per thread: one per CCOB being read at once (a CCOB nested in a CCOB entry
+/// takes a second one).
+const CONTEXTS_KEPT: usize = 4;
+
+/// The decoder of one zstd frame, on a context from this thread's pool. It reads as
+/// `zstd::stream::read::Decoder::with_buffer(payload).single_frame()` with
+/// `window_log_max(27)` does, the same output and the same errors.
+struct ZstdFrame<R> {
+    ctx: Option<zstd::zstd_safe::DCtx<'static>>,
+    input: R,
+    /// Set once the frame has ended: later reads return 0.
+    finished: bool,
+}
+
+impl<R> ZstdFrame<R> {
+    fn new(input: R) -> std::io::Result<Self> {
+        use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
+        let pooled = CONTEXTS.with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()));
+        let ctx = match pooled {
+            Some(mut ctx) => {
+                // Parameters (the window limit) survive a session reset.
+                ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+                ctx
+            }
+            None => {
+                let mut ctx = DCtx::create();
+                ctx.init().map_err(zstd_error)?;
+                // clang writes frames with long-distance matching and a 2^27 window; refuse more.
+                ctx.set_parameter(DParameter::WindowLogMax(27))
+                    .map_err(zstd_error)?;
+                ctx
+            }
+        };
+        Ok(ZstdFrame {
+            ctx: Some(ctx),
+            input,
+            finished: false,
+        })
+    }
+}
+
+/// The error the `zstd` crate gives for a zstd error code.
+fn zstd_error(code: usize) -> std::io::Error {
+    std::io::Error::other(zstd::zstd_safe::get_error_name(code).to_string())
+}
+
+impl<R: BufRead> Read for ZstdFrame<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use zstd::zstd_safe::{InBuffer, OutBuffer};
+        let Some(ctx) = self.ctx.as_mut() else {
+            return Ok(0);
+        };
+        if self.finished || buf.is_empty() {
+            return Ok(0);
+        }
+        // As the zstd crate's reader: first offer no input, to drain what the context holds,
+        // then the input as it comes.
+        let mut first = true;
+        loop {
+            let (read, written, hint) = {
+                let input: &[u8] = if first { &[] } else { self.input.fill_buf()? };
+                if !first && input.is_empty() {
+                    // The input ended inside the frame.
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "incomplete frame",
+                    ));
+                }
+                let mut src = InBuffer::around(input);
+                let mut dst = OutBuffer::around(&mut *buf);
+                let hint = ctx
+                    .decompress_stream(&mut dst, &mut src)
+                    .map_err(zstd_error)?;
+                (src.pos(), dst.pos(), hint)
+            };
+            first = false;
+            self.input.consume(read);
+            if hint == 0 {
+                self.finished = true;
+            }
+            if written > 0 {
+                return Ok(written);
+            }
+            if self.finished {
+                return Ok(0);
+            }
+        }
+    }
+}
+
+impl<R> Drop for ZstdFrame<R> {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.ctx.take() {
+            CONTEXTS.with(|c| {
+                if let Ok(mut c) = c.try_borrow_mut() {
+                    if c.len() < CONTEXTS_KEPT {
+                        c.push(ctx);
+                    }
+                }
+            });
+        }
+    }
+}
+
 /// A streaming decoder over a CCOB payload that never produces more than the declared size,
 /// and so never more than the caller's ceiling.
 pub struct Stream<'a> {
@@ -212,15 +324,10 @@ impl<'a> Stream<'a> {
     ) -> Result<Self, FormatError> {
         let inner: Box<dyn Read + 'a> = match method {
             Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
-            Method::Zstd => {
-                let mut d = zstd::stream::read::Decoder::with_buffer(payload)
-                    .map_err(|e| FormatError::new(Kind::Ccob, 0, format!("zstd decoder: {e}")))?
-                    .single_frame();
-                // clang writes frames with long-distance matching and a 2^27 window; refuse more.
-                d.window_log_max(27)
-                    .map_err(|e| FormatError::new(Kind::Ccob, 0, format!("zstd decoder: {e}")))?;
-                Box::new(d)
-            }
+            Method::Zstd => Box::new(
+                ZstdFrame::new(payload)
+                    .map_err(|e| FormatError::new(Kind::Ccob, 0, format!("zstd decoder: {e}")))?,
+            ),
         };
         Ok(Stream {
             inner,

@@ -60,6 +60,46 @@ pub trait ReadAt: Sync {
     /// # Errors
     /// The I/O error.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize>;
+
+    /// Fills every buffer of `reads` from its offset, setting `filled` for each one read
+    /// completely. The walk asks for the small headers it is about to need all at once (each
+    /// code object's ELF header in a fat binary), so an implementation may spread them over
+    /// threads or submit them together; this one reads them in turn.
+    fn read_many(&self, reads: &mut [Prefetch]) {
+        for r in reads {
+            r.filled = fill_at(|o, b| self.read_at(o, b), r.offset, &mut r.buf);
+        }
+    }
+}
+
+/// One read of [`ReadAt::read_many`].
+#[derive(Debug, Clone)]
+pub struct Prefetch {
+    /// Where to read in the file.
+    pub offset: u64,
+    /// What to fill (its length is the length wanted).
+    pub buf: Vec<u8>,
+    /// Whether `buf` was filled completely.
+    pub filled: bool,
+}
+
+/// Fills `buf` from `offset` with `read`; false when the file ends first or a read fails.
+pub fn fill_at(
+    mut read: impl FnMut(u64, &mut [u8]) -> std::io::Result<usize>,
+    offset: u64,
+    buf: &mut [u8],
+) -> bool {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match read(
+            offset.saturating_add(filled as u64),
+            buf.get_mut(filled..).unwrap_or_default(),
+        ) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => filled += n,
+        }
+    }
+    true
 }
 
 impl ReadAt for std::fs::File {
@@ -89,17 +129,7 @@ impl std::io::Read for ReadAtRange<'_> {
 
 /// Fills `buf` from `offset` of `file`; false when the file ends first or a read fails.
 pub(crate) fn read_exact_at(file: &dyn ReadAt, offset: u64, buf: &mut [u8]) -> bool {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read_at(
-            offset.saturating_add(filled as u64),
-            buf.get_mut(filled..).unwrap_or_default(),
-        ) {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => filled += n,
-        }
-    }
-    true
+    fill_at(|o, b| file.read_at(o, b), offset, buf)
 }
 
 /// What to read.
@@ -185,27 +215,87 @@ pub fn inspect(data: &[u8], opts: &Options<'_>) -> Inspection {
 
 /// As [`inspect`], calling `sink` with the bytes of every complete entry.
 pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> Inspection {
-    let mut w = Walker {
-        opts,
-        out: Inspection::default(),
-        sink,
-        nested_seen: HashSet::new(),
-        exhausted: false,
-        starts_read: std::cell::RefCell::new(HashMap::new()),
-        depth: 0,
-        unclassified: 0,
-    };
-    let place = Place {
-        parent: None,
-        file_base: Some(0),
-        compressed: false,
-    };
-    if let Err(e) = w.any(data, place) {
+    let mut w = Walker::new(opts, sink);
+    if let Err(e) = w.any(data, FILE_START) {
         w.diag_err(None, Some(0), e);
     }
-    if w.unclassified > MAX_UNCLASSIFIED {
-        let more = w.unclassified - MAX_UNCLASSIFIED;
-        w.out.diagnostics.push(Diagnostic {
+    w.finish()
+}
+
+/// Bytes of a file's start that [`inspect_head`] needs to decide (or the whole file when it is
+/// shorter): every magic [`sniff`] checks, and a code object's ELF header, lie within them.
+pub const HEAD_LEN: usize = 4096;
+
+/// What [`inspect`] would find in a file of `size` bytes that starts with `head` (its first
+/// [`HEAD_LEN`] bytes, or all of it when shorter), when the head alone decides it: a file that
+/// holds no container (nothing), or an AMDGPU code object whose ELF header names its processor
+/// (one entry, read from the header alone). `None` when more of the file is needed: any
+/// container, a code object whose processor is in a note (code object v2), or kernel metadata
+/// wanted (`opts.metadata`). Nothing is given to a sink: the entry's bytes are not all read.
+pub fn inspect_head(head: &[u8], size: u64, opts: &Options<'_>) -> Option<Inspection> {
+    if opts.metadata || (head.len() < HEAD_LEN && head.len() as u64 != size) {
+        return None;
+    }
+    match sniff(head) {
+        None => Some(Inspection::default()),
+        Some(Sniff::CodeObject) => {
+            // A header that does not parse is reported by the full walk; mach 0 needs the
+            // note in the rest of the file.
+            let h = CodeObjectHeader::parse(head).ok()?;
+            if h.mach == 0 {
+                return None;
+            }
+            let opts = Options {
+                file: None,
+                ..*opts
+            };
+            let mut w = Walker::new(&opts, None);
+            w.depth = 1;
+            w.entry(
+                FILE_START,
+                None,
+                None,
+                EntryBytes {
+                    data: head,
+                    complete: false,
+                },
+                size,
+                0,
+            );
+            Some(w.finish())
+        }
+        Some(_) => None,
+    }
+}
+
+/// The place of a whole file's bytes.
+const FILE_START: Place = Place {
+    parent: None,
+    file_base: Some(0),
+    compressed: false,
+};
+
+impl<'o, 's> Walker<'o, 's> {
+    fn new(opts: &'o Options<'o>, sink: Option<Sink<'s>>) -> Self {
+        Walker {
+            opts,
+            out: Inspection::default(),
+            sink,
+            nested_seen: HashSet::new(),
+            exhausted: false,
+            starts_read: std::cell::RefCell::new(HashMap::new()),
+            heads_read: std::cell::RefCell::new(HashMap::new()),
+            depth: 0,
+            unclassified: 0,
+        }
+    }
+
+    /// The inspection, with the count of census hits not reported one by one.
+    fn finish(self) -> Inspection {
+        let mut w = self;
+        if w.unclassified > MAX_UNCLASSIFIED {
+            let more = w.unclassified - MAX_UNCLASSIFIED;
+            w.out.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
             code: "unclassified-gpu-code",
             container: None,
@@ -213,8 +303,9 @@ pub fn inspect_with(data: &[u8], opts: &Options<'_>, sink: Option<Sink<'_>>) -> 
             offset_in_file: false,
             message: format!("{more} more places whose bytes look like GPU code headers but do not parse (not listed one by one)"),
         });
+        }
+        w.out
     }
-    w.out
 }
 
 /// Where a buffer sits: its container, its offset in the file (when it is file bytes) and
@@ -260,6 +351,8 @@ pub(crate) struct Walker<'o, 's> {
     /// The first bytes of each bundle start read so far (file offset -> bytes): the magic check
     /// when resolving a wrapper, the dispatch and the header parse then share one pread.
     starts_read: std::cell::RefCell<HashMap<u64, Vec<u8>>>,
+    /// Code object headers read ahead in one batch (file offset -> bytes), for `peek`.
+    heads_read: std::cell::RefCell<HashMap<u64, Vec<u8>>>,
 }
 
 /// Bytes of one entry: all of them, or only a prefix (decoded from a compressed stream).
@@ -294,6 +387,14 @@ impl Walker<'_, '_> {
     fn peek<'d>(&self, data: &'d [u8], base: Option<u64>, offset: u64, len: u64) -> Cow<'d, [u8]> {
         let slice = Bytes::new(data).read_at_most(offset, len);
         if let (Some(file), Some(at)) = (self.opts.file, base.and_then(|b| b.checked_add(offset))) {
+            let mut heads = self.heads_read.borrow_mut();
+            if heads.get(&at).is_some_and(|h| h.len() == slice.len()) {
+                // Each header read ahead is asked for once: hand it over.
+                if let Some(hit) = heads.remove(&at) {
+                    return Cow::Owned(hit);
+                }
+            }
+            drop(heads);
             let mut buf = vec![0u8; slice.len()];
             if read_exact_at(file, at, &mut buf) {
                 return Cow::Owned(buf);
@@ -1198,6 +1299,7 @@ impl Walker<'_, '_> {
     /// no wrapper points to.
     fn bundles_at(&mut self, data: &[u8], starts: &BTreeSet<u64>, place: Place, probe: bool) {
         let b = Bytes::new(data);
+        self.read_entry_heads(data, starts, place);
         // A deque: a hostile wrapper table gives one start per 24 bytes of the file, and taking
         // each from the front of a Vec would make the walk quadratic.
         let mut queue: VecDeque<u64> = starts.iter().copied().collect();
@@ -1223,6 +1325,53 @@ impl Walker<'_, '_> {
                     queue.push_front(next);
                 }
             }
+        }
+    }
+
+    /// Reads the ELF header of every entry of the uncompressed bundles at `starts` in one batch
+    /// ([`ReadAt::read_many`]), for [`Walker::entry`] to find in `heads_read`: exactly the
+    /// bytes its `peek` would read one by one.
+    fn read_entry_heads(&self, data: &[u8], starts: &BTreeSet<u64>, place: Place) {
+        let (Some(file), Some(base)) = (self.opts.file, place.file_base) else {
+            return;
+        };
+        let b = Bytes::new(data);
+        let mut reads = Vec::new();
+        for (n, &pos) in starts.iter().enumerate() {
+            // Bounded like the cache of bundle starts: a hostile table cannot make it large.
+            if n >= 4096 {
+                break;
+            }
+            let limit = starts.range(pos + 1..).next().copied().unwrap_or(b.len());
+            let slice = b
+                .read_at(pos, limit.saturating_sub(pos))
+                .unwrap_or_default();
+            let bundle_base = base.checked_add(pos);
+            let Ok(header) = self.bundle_header(slice, bundle_base) else {
+                continue;
+            };
+            for e in &header.entries {
+                let entry = Bytes::new(slice)
+                    .read_at(e.offset, e.size)
+                    .unwrap_or_default();
+                let len = entry.len().min(64);
+                if let Some(at) = bundle_base.and_then(|b| b.checked_add(e.offset)) {
+                    if len > 0 && !self.heads_read.borrow().contains_key(&at) {
+                        reads.push(Prefetch {
+                            offset: at,
+                            buf: vec![0; len],
+                            filled: false,
+                        });
+                    }
+                }
+            }
+        }
+        reads.sort_unstable_by_key(|r| r.offset);
+        reads.dedup_by_key(|r| r.offset);
+        file.read_many(&mut reads);
+        let mut heads = self.heads_read.borrow_mut();
+        for r in reads.into_iter().filter(|r| r.filled) {
+            heads.insert(r.offset, r.buf);
         }
     }
 

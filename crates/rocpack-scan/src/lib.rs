@@ -19,10 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
-use rocpack_offload::{Inspection, Options, ThinMemberLoader, inspect_with};
+use rocpack_offload::{
+    HEAD_LEN, Inspection, Options, ThinMemberLoader, inspect_head, inspect_with,
+};
 
 pub use map::{
-    FileChanged, Mapped, NotRegular, open_regular, read_regular, read_regular_to_string,
+    FileChanged, Mapped, NotRegular, open_regular, open_stated, read_regular,
+    read_regular_to_string,
 };
 pub use package::{PackageKind, package_kind, read_package};
 
@@ -220,28 +223,38 @@ pub fn inspect_file(
     opts: &ScanOptions,
     sink: Option<rocpack_offload::Sink<'_>>,
 ) -> FileResult {
-    let mut result = FileResult {
-        path: path.to_path_buf(),
-        explicit: true,
-        size: 0,
-        inspection: None,
-        io_error: None,
-        package: None,
-        io_error_code: None,
-    };
-    let opened = open_regular(path).and_then(|file| Mapped::from_file(&file).map(|m| (file, m)));
-    let (file, map) = match opened {
-        Ok(fm) => fm,
-        Err(e) => return FileResult::from_io_error(path, &e),
-    };
-    result.size = map.len() as u64;
+    let opened = open_regular(path).and_then(|file| {
+        let len = file.metadata()?.len();
+        Ok((file, len))
+    });
+    match opened {
+        Ok((file, len)) => inspect_opened(path, &file, len, opts, sink),
+        Err(e) => FileResult::from_io_error(path, &e),
+    }
+}
+
+/// Files up to this size that their head does not decide are read whole with `pread` instead
+/// of being mapped: a map costs mmap, madvise, page faults and an munmap whose TLB shootdown
+/// interrupts the other threads, more than copying this much from the page cache.
+const READ_WHOLE: u64 = 128 << 10;
+
+thread_local! {
+    /// This thread's buffer for files read whole and for file heads, reused from file to file.
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Inspects the open regular file `file` of `len` bytes: from its first bytes when they decide
+/// it (a file that is no container, a code object: see [`rocpack_offload::inspect_head`]);
+/// else read whole when small, mapped when large.
+fn inspect_opened(
+    path: &Path,
+    file: &std::fs::File,
+    len: u64,
+    opts: &ScanOptions,
+    mut sink: Option<rocpack_offload::Sink<'_>>,
+) -> FileResult {
     #[cfg(debug_assertions)]
     shrink_for_test(path);
-    let file = GuardedFile {
-        file: &file,
-        len: result.size,
-        short_read: AtomicU64::new(NO_SHORT_READ),
-    };
     let dir = path.parent().unwrap_or(Path::new("."));
     let loader = DirLoader { dir };
     let o = Options {
@@ -249,7 +262,66 @@ pub fn inspect_file(
         decompress: opts.decompress,
         max_decompressed: opts.max_decompressed,
         thin_loader: Some(&loader),
+        file: None,
+    };
+    let whole = len <= READ_WHOLE;
+    if whole || sink.is_none() {
+        // The head first: most files are decided by it (no container, a code object); a small
+        // file that needs more is then read to its end, a large one mapped.
+        let mut read = |buf: &mut Vec<u8>| -> Result<Option<Inspection>, std::io::Error> {
+            let head = len.min(HEAD_LEN as u64);
+            buf.clear();
+            buf.resize(usize::try_from(head).map_err(std::io::Error::other)?, 0);
+            let got = read_fully(file, buf, 0)?;
+            if got < head {
+                // The file is shorter than it was a moment ago.
+                return Err(FileChanged::error(file, got));
+            }
+            if sink.is_none() {
+                if let Some(i) = inspect_head(buf, len, &o) {
+                    return Ok(Some(i));
+                }
+            }
+            if !whole {
+                return Ok(None);
+            }
+            buf.resize(usize::try_from(len).map_err(std::io::Error::other)?, 0);
+            let got = read_fully(file, buf, head)?;
+            if got < len {
+                return Err(FileChanged::error(file, got));
+            }
+            Ok(Some(inspect_with(buf, &o, sink.take())))
+        };
+        let done = BUFFER.with(|b| match b.try_borrow_mut() {
+            Ok(mut buf) => read(&mut buf),
+            Err(_) => read(&mut Vec::new()),
+        });
+        match done {
+            Ok(Some(inspection)) => {
+                let mut r = FileResult::read(path, len, inspection);
+                r.explicit = true;
+                return r;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let mut r = FileResult::from_io_error(path, &e);
+                r.size = len;
+                return r;
+            }
+        }
+    }
+    let map = match Mapped::from_file_with_len(file, len) {
+        Ok(m) => m,
+        Err(e) => return FileResult::from_io_error(path, &e),
+    };
+    let file = GuardedFile {
+        file,
+        len,
+        short_read: AtomicU64::new(NO_SHORT_READ),
+    };
+    let o = Options {
         file: Some(&file),
+        ..o
     };
     let inspection = inspect_with(&map, &o, sink);
     let short = file.short_read.load(Ordering::Relaxed);
@@ -259,11 +331,27 @@ pub fn inspect_file(
     if let Some(offset) = changed {
         // What was read may be zeros in place of the lost tail: discard it.
         let mut r = FileResult::from_io_error(path, &FileChanged::error(file.file, offset));
-        r.size = result.size;
+        r.size = len;
         return r;
     }
-    result.inspection = Some(inspection);
-    result
+    let mut r = FileResult::read(path, len, inspection);
+    r.explicit = true;
+    r
+}
+
+/// Fills `buf` from offset `from` on with the bytes of `file` at the same offsets (fewer when
+/// the file ends first); returns the offset where the bytes read end.
+fn read_fully(file: &std::fs::File, buf: &mut [u8], from: u64) -> std::io::Result<u64> {
+    let mut filled = usize::try_from(from).map_err(std::io::Error::other)?;
+    while let Some(rest) = buf.get_mut(filled..).filter(|r| !r.is_empty()) {
+        match std::os::unix::fs::FileExt::read_at(file, rest, filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled as u64)
 }
 
 /// Test hook, in debug builds only: `ROCPACK_TEST_SHRINK_AFTER_MAP=NAME:LEN` truncates the
@@ -321,19 +409,17 @@ impl rocpack_offload::ReadAt for GuardedFile<'_> {
 /// package its compressed bytes as they are consumed.
 pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) + Sync) -> Scanned {
     let (files, errors) = expand(paths);
-    let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>)> = files
-        .iter()
-        .map(|(p, explicit)| {
-            let meta = std::fs::metadata(p).ok();
-            let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
-            // A FIFO named `x.whl` is refused by `inspect_file`, not read as a package.
-            let regular = meta.is_some_and(|m| m.is_file());
-            let kind = (opts.open_packages && regular)
-                .then(|| package_kind(p))
-                .flatten();
-            (p, *explicit, size, kind)
-        })
-        .collect();
+    // Stated on every thread: on a warm cache this loop is thousands of statx calls.
+    // One file (`list lib.so`) is read on this thread: handing it to the pool costs thread
+    // starts and wake-ups, which on a busy machine wait for a time slice each.
+    let parallel = files.len() > 1;
+    let open_packages = opts.open_packages;
+    let stat = |f| stat_one(f, open_packages);
+    let sized: Vec<(&PathBuf, bool, u64, Option<PackageKind>, bool)> = if parallel {
+        files.par_iter().map(stat).collect()
+    } else {
+        files.iter().map(stat).collect()
+    };
     let total: u64 = sized.iter().map(|f| f.2).sum();
     let done = AtomicU64::new(0);
     let examined = AtomicUsize::new(0);
@@ -349,20 +435,36 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) +
     };
     // Packages are read one at a time, each with its own parallelism inside; plain files in
     // parallel with each other.
-    let mut per_file: Vec<Vec<FileResult>> = sized
-        .par_iter()
-        .map(|(path, explicit, size, kind)| {
-            if kind.is_some() {
-                return Vec::new();
+    let inspect_one = |(path, explicit, size, kind, regular): &(
+        &PathBuf,
+        bool,
+        u64,
+        Option<PackageKind>,
+        bool,
+    )| {
+        if kind.is_some() {
+            return Vec::new();
+        }
+        // Stated just above as a regular file: open it without a second stat.
+        let mut r = if *regular {
+            match open_stated(path) {
+                Ok((file, len)) => inspect_opened(path, &file, len, opts, None),
+                Err(e) => FileResult::from_io_error(path, &e),
             }
-            let mut r = inspect_file(path, opts, None);
-            r.explicit = *explicit;
-            advance(*size);
-            examined.fetch_add(1, Ordering::Relaxed);
-            if keep(&r) { vec![r] } else { Vec::new() }
-        })
-        .collect();
-    for (slot, (path, explicit, size, kind)) in per_file.iter_mut().zip(&sized) {
+        } else {
+            inspect_file(path, opts, None)
+        };
+        r.explicit = *explicit;
+        advance(*size);
+        examined.fetch_add(1, Ordering::Relaxed);
+        if keep(&r) { vec![r] } else { Vec::new() }
+    };
+    let mut per_file: Vec<Vec<FileResult>> = if parallel {
+        sized.par_iter().map(inspect_one).collect()
+    } else {
+        sized.iter().map(inspect_one).collect()
+    };
+    for (slot, (path, explicit, size, kind, _)) in per_file.iter_mut().zip(&sized) {
         if let Some(kind) = kind {
             let members = read_package(path, *kind, opts, &advance, &examined);
             let mut members: Vec<FileResult> = members.into_iter().filter(|r| keep(r)).collect();
@@ -385,6 +487,22 @@ pub fn scan(paths: &[PathBuf], opts: &ScanOptions, progress: impl Fn(u64, u64) +
         results,
         examined: examined.into_inner(),
     }
+}
+
+/// A file found by [`expand`], its size, the package kind it is read as and whether it is a
+/// regular file, from one `stat`.
+fn stat_one(
+    (p, explicit): &(PathBuf, bool),
+    open_packages: bool,
+) -> (&PathBuf, bool, u64, Option<PackageKind>, bool) {
+    let meta = std::fs::metadata(p).ok();
+    let size = meta.as_ref().map_or(0, std::fs::Metadata::len);
+    // A FIFO named `x.whl` is refused by `inspect_file`, not read as a package.
+    let regular = meta.is_some_and(|m| m.is_file());
+    let kind = (open_packages && regular)
+        .then(|| package_kind(p))
+        .flatten();
+    (p, *explicit, size, kind, regular)
 }
 
 /// What [`scan`] found.

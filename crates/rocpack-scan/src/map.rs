@@ -138,6 +138,24 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     open_checked(path)
 }
 
+/// Opens `path`, which the caller has just `stat`ed as a regular file (a directory walk does),
+/// without stating it again; the open itself refuses a path swapped since for a FIFO, socket
+/// or device, as [`open_regular`] does. Returns the file and its size.
+///
+/// # Errors
+/// As [`open_regular`].
+pub fn open_stated(path: &Path) -> io::Result<(File, u64)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if let Some(kind) = NotRegular::of_type(meta.file_type()) {
+        return Err(kind.error());
+    }
+    Ok((file, meta.len()))
+}
+
 /// The open half of [`open_regular`]: what happens when the path was swapped after the stat.
 fn open_checked(path: &Path) -> io::Result<File> {
     // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
@@ -222,8 +240,19 @@ impl Mapped {
         Self::map(file, memmap2::Advice::Sequential)
     }
 
+    /// Maps an open file whose size the caller has just asked (`fstat`), without asking again.
+    ///
+    /// # Errors
+    /// The I/O error of mapping it.
+    pub fn from_file_with_len(file: &File, len: u64) -> io::Result<Self> {
+        Self::map_len(file, len, memmap2::Advice::Random)
+    }
+
     fn map(file: &File, advice: memmap2::Advice) -> io::Result<Self> {
-        let len = file.metadata()?.len();
+        Self::map_len(file, file.metadata()?.len(), advice)
+    }
+
+    fn map_len(file: &File, len: u64, advice: memmap2::Advice) -> io::Result<Self> {
         if len == 0 {
             return Ok(Mapped {
                 map: None,

@@ -1,9 +1,11 @@
 //! `rocpack list`: one row per AMD GPU entry (`CodeObject::is_amd_gpu`), or per entry of every
 //! kind with `--all-entries`.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use anyhow::Result;
+use rocpack_amdgpu::TargetId;
 use rocpack_offload::{CodeObject, ContainerKind, ImageFormat, Inspection, Loading};
 use rocpack_scan::{ScanOptions, scan};
 use serde::Serialize;
@@ -15,11 +17,11 @@ use crate::output::{self, Progress, Status, path_string};
 #[derive(Serialize)]
 struct Row<'a> {
     file: &'a str,
-    container: String,
+    container: &'a str,
     bundle_offset: Option<u64>,
     entry_index: Option<usize>,
     entry_id: Option<&'a str>,
-    target: Option<String>,
+    target: Option<&'a TargetId>,
     processor: Option<&'a str>,
     cov: Option<u8>,
     generic_version: Option<u8>,
@@ -33,14 +35,14 @@ struct Row<'a> {
     loading: Loading,
 }
 
-fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
+fn row<'a>(file: &'a str, container: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
     Row {
         file,
-        container: i.location(co.container),
+        container,
         bundle_offset: i.bundle_offset_of(co),
         entry_index: co.entry_index,
         entry_id: co.entry_id.as_deref(),
-        target: co.target.as_ref().map(ToString::to_string),
+        target: co.target.as_ref(),
         processor: co.header.as_ref().and_then(|h| h.processor),
         cov: co.header.as_ref().and_then(|h| h.cov),
         generic_version: co.generic_version(),
@@ -55,6 +57,120 @@ fn row<'a>(file: &'a str, i: &Inspection, co: &'a CodeObject) -> Row<'a> {
     }
 }
 
+/// The `CONTAINER` of each container of one file that holds a listed entry, built once per
+/// container rather than once per entry (a fat binary has ten or so entries per bundle).
+struct Locations {
+    by_id: Vec<Option<String>>,
+}
+
+impl Locations {
+    fn new(i: &Inspection) -> Self {
+        Locations {
+            by_id: vec![None; i.containers.len() + 1],
+        }
+    }
+
+    /// The location of `co`'s container; with `mark`, code embedded in a host section is
+    /// marked `[module]`: the library loads it itself.
+    fn of(&mut self, i: &Inspection, co: &CodeObject, mark: bool) -> &str {
+        let slot = co
+            .container
+            .map_or(i.containers.len(), |c| c.min(i.containers.len()));
+        let cached = self.by_id.get_mut(slot).map(|c| {
+            c.get_or_insert_with(|| {
+                let location = i.location(co.container);
+                let embedded = mark
+                    && i.chain(co.container)
+                        .iter()
+                        .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }));
+                if embedded {
+                    format!("{location} [module]")
+                } else {
+                    location
+                }
+            })
+        });
+        cached.map_or("-", |s| s.as_str())
+    }
+}
+
+const HEADER: [&str; 7] = [
+    "FILE",
+    "CONTAINER",
+    "ENTRY",
+    "TARGET",
+    "COV",
+    "SIZE",
+    "COMPRESSED",
+];
+
+/// The text cells of one row, written into reused buffers (no allocation per row); `cells`
+/// gets the seven cells (escaped as `output::table` escapes them) and their char counts.
+struct TextCells {
+    target: String,
+    cov: String,
+    size: String,
+}
+
+impl TextCells {
+    fn fill<'a>(
+        &'a mut self,
+        file: &'a str,
+        container: &'a str,
+        co: &'a CodeObject,
+    ) -> [std::borrow::Cow<'a, str>; 7] {
+        self.target.clear();
+        match &co.target {
+            Some(t) => {
+                let _ = write!(self.target, "{t}");
+            }
+            None => self.target.push('-'),
+        }
+        self.cov.clear();
+        match co.header.as_ref().and_then(|h| h.cov) {
+            Some(c) => {
+                let _ = write!(self.cov, "v{c}");
+            }
+            None => self.cov.push('-'),
+        }
+        self.size.clear();
+        thousands_into(&mut self.size, co.size);
+        let esc = output::escape_text;
+        [
+            esc(file),
+            esc(container),
+            esc(co.entry_id.as_deref().unwrap_or("-")),
+            esc(&self.target),
+            esc(&self.cov),
+            esc(&self.size),
+            std::borrow::Cow::Borrowed(if co.compressed { "yes" } else { "no" }),
+        ]
+    }
+}
+
+/// `1,234,567`, as `output::thousands`, appended to `out`.
+fn thousands_into(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    let mut v = n;
+    loop {
+        if let Some(d) = digits.get_mut(len) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        len += 1;
+        v /= 10;
+        if v == 0 || len == digits.len() {
+            break;
+        }
+    }
+    for i in (0..len).rev() {
+        out.push(char::from(digits.get(i).copied().unwrap_or(b'0')));
+        if i > 0 && i % 3 == 0 {
+            out.push(',');
+        }
+    }
+}
+
 pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
     let opts = ScanOptions {
         decompress: args.verify,
@@ -65,50 +181,47 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
     let progress = Progress::new(global.quiet);
     let scanned = scan(&args.paths, &opts, |d, t| progress.update(d, t));
     let results = scanned.results;
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    let mut rows = Vec::new();
+    let mut out = io::BufWriter::with_capacity(256 << 10, io::stdout().lock());
     // Device entries of other vendors that the filter hid, for the message when nothing is left.
     let mut foreign = 0usize;
+    let listed = |co: &&CodeObject| args.all_entries || co.is_amd_gpu();
+    // Text: the widths of the columns first, over every row, then the rows.
+    let mut widths = HEADER.map(|h| h.chars().count());
+    let mut cells = TextCells {
+        target: String::new(),
+        cov: String::new(),
+        size: String::new(),
+    };
+    let mut rows = 0usize;
+    let mut files: Vec<(String, Locations)> = Vec::new();
     for r in &results {
-        let Some(i) = &r.inspection else { continue };
+        let Some(i) = &r.inspection else {
+            files.push((String::new(), Locations { by_id: Vec::new() }));
+            continue;
+        };
         foreign += i
             .code_objects
             .iter()
             .filter(|co| co.is_foreign_device_entry())
             .count();
         let file = path_string(&r.path);
-        for co in i
-            .code_objects
-            .iter()
-            .filter(|co| args.all_entries || co.is_amd_gpu())
-        {
-            let row = row(&file, i, co);
+        let mut locations = Locations::new(i);
+        for co in i.code_objects.iter().filter(listed) {
+            rows += 1;
             if global.json {
-                serde_json::to_writer(&mut out, &row)?;
+                let container = locations.of(i, co, false);
+                serde_json::to_writer(&mut out, &row(&file, container, i, co))?;
                 writeln!(out)?;
             } else {
-                // Code embedded in a host section is marked: the library loads it itself.
-                let embedded = i
-                    .chain(co.container)
-                    .iter()
-                    .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }));
-                rows.push(vec![
-                    file.clone(),
-                    if embedded {
-                        format!("{} [module]", row.container)
-                    } else {
-                        row.container
-                    },
-                    row.entry_id.unwrap_or("-").to_owned(),
-                    row.target.unwrap_or_else(|| "-".into()),
-                    row.cov.map_or("-".into(), |c| format!("v{c}")),
-                    output::thousands(row.size),
-                    if row.compressed { "yes" } else { "no" }.to_owned(),
-                ]);
+                let container = locations.of(i, co, true);
+                for (w, c) in widths.iter_mut().zip(cells.fill(&file, container, co)) {
+                    *w = (*w).max(c.chars().count());
+                }
             }
         }
+        files.push((file, locations));
     }
-    if !global.json && rows.is_empty() {
+    if !global.json && rows == 0 {
         let files = scanned.examined;
         let hidden = match foreign {
             0 => String::new(),
@@ -120,20 +233,48 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
             if files == 1 { "" } else { "s" }
         );
     } else if !global.json {
-        output::table(
+        let mut line = String::new();
+        write_line(
             &mut out,
-            &[
-                "FILE",
-                "CONTAINER",
-                "ENTRY",
-                "TARGET",
-                "COV",
-                "SIZE",
-                "COMPRESSED",
-            ],
-            &rows,
+            &mut line,
+            &widths,
+            HEADER.map(std::borrow::Cow::Borrowed),
         )?;
+        for (r, (file, locations)) in results.iter().zip(&mut files) {
+            let Some(i) = &r.inspection else { continue };
+            for co in i.code_objects.iter().filter(listed) {
+                let container = locations.of(i, co, true);
+                write_line(
+                    &mut out,
+                    &mut line,
+                    &widths,
+                    cells.fill(file, container, co),
+                )?;
+            }
+        }
     }
     out.flush()?;
     Ok(output::report_problems(&results))
+}
+
+/// One table line as `output::table` writes it: each cell but the last padded to its column's
+/// width plus two spaces, trailing blanks trimmed.
+fn write_line(
+    out: &mut impl Write,
+    line: &mut String,
+    widths: &[usize; 7],
+    cells: [std::borrow::Cow<'_, str>; 7],
+) -> io::Result<()> {
+    line.clear();
+    let last = cells.len() - 1;
+    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+        line.push_str(c);
+        if i < last {
+            for _ in c.chars().count()..w + 2 {
+                line.push(' ');
+            }
+        }
+    }
+    out.write_all(line.trim_end().as_bytes())?;
+    out.write_all(b"\n")
 }
