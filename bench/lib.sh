@@ -44,7 +44,7 @@ bench_tree_desc() {
 # so that a rebuild during the run does not change what is measured.
 bench_build_current() {
   nice cargo build --release --locked --quiet -p rocpack
-  cp "${CARGO_TARGET_DIR:-target}/release/rocpack" "$1"
+  install -m 0755 "${CARGO_TARGET_DIR:-target}/release/rocpack" "$1"
 }
 
 # bench_build_rev REV DEST: the rocpack of git revision REV (release, --locked), built in a
@@ -68,7 +68,7 @@ bench_build_rev() {
     mv "$bin.tmp" "$bin"
     git worktree remove --force "$wt"
   fi
-  cp "$bin" "$dest"
+  install -m 0755 "$bin" "$dest"
 }
 
 # bench_corpus_lib: Debian sid's librocsparse.so.1.0 (1.6 GB, 1,420 code objects).
