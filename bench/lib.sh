@@ -54,20 +54,25 @@ bench_build_rev() {
   local rev=$1 dest=$2 sha wt
   sha=$(git rev-parse --verify "$rev^{commit}") || { bench_log "no such revision: $rev"; return 1; }
   local bin=$bench_cache/bin/rocpack-$sha
+  mkdir -p "$bench_cache/bin"
+  # One build at a time in the cache (two scripts may want the same commit at once).
+  exec {lock}> "$bench_cache/bin/.lock"
+  flock "$lock"
   if [ ! -x "$bin" ]; then
-    mkdir -p "$bench_cache/bin"
     wt=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-rev.XXXXXX")
     git worktree add --quiet --detach "$wt" "$sha"
     bench_log "building $rev ($(git rev-parse --short "$sha")) in $wt, target $bench_cache/target"
     if ! (cd "$wt" && CARGO_TARGET_DIR="$bench_cache/target" nice cargo build --release --locked --quiet -p rocpack); then
       git worktree remove --force "$wt"
+      exec {lock}>&-
       bench_log "building $rev failed"
       return 1
     fi
-    cp "$bench_cache/target/release/rocpack" "$bin.tmp"
-    mv "$bin.tmp" "$bin"
+    cp "$bench_cache/target/release/rocpack" "$bin.tmp.$$"
+    mv "$bin.tmp.$$" "$bin"
     git worktree remove --force "$wt"
   fi
+  exec {lock}>&-
   install -m 0755 "$bin" "$dest"
 }
 

@@ -17,8 +17,9 @@
 # -v), scan (plain and --gpu), extract --target (stdout, exit status, and the name and sha256 of
 # every file written into a fresh directory), strip/compress/decompress --dry-run, verify,
 # verify --list-libs, plan (requests × formats, --list-components, --list-families, -o DIR),
-# plan verify, gpus, devices, every command's --help. Each is compared on stdout, stderr and exit
-# status; progress is off (-q) where a command has it.
+# plan verify, gpus, devices, every command's --help. Each is compared on stdout, stderr, exit
+# status and the files written; progress is off (-q) where a command has it. Needs about 1.5 GB
+# free in TMPDIR (extract of librocblas4's gfx90a code objects).
 #
 # Prints a summary: commands compared, how many differ, the first lines of each difference.
 # Exit status: 0 when every output is identical, 1 when one differs, 2 when a build fails.
@@ -39,7 +40,7 @@ done
 [ ${#revs[@]} -ge 1 ] && [ ${#revs[@]} -le 2 ] || { bench_log "usage: scripts/compare-outputs.sh [--quick] REV_A [REV_B|worktree]"; exit 2; }
 rev_a=${revs[0]}
 rev_b=${revs[1]:-worktree}
-bench_need python3:python3 sha256sum:coreutils cmp:diffutils git:git cargo:cargo
+bench_need python3:python3 sha256sum:coreutils cmp:diffutils zstd:zstd git:git cargo:cargo
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-compare.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -63,18 +64,24 @@ ndiff=0
 report=$work/report.txt
 : > "$report"
 out=$work/out    # the directory extract and plan -o write into, the same path for both builds
-# one BIN ARGS...: runs BIN in $work with ARGS into $work/<side>.{out,err,rc}; after extract or
-# plan -o, appends the name and sha256 of every file written.
+# one SIDE BIN ARGS...: runs BIN in $work with ARGS: stdout into $work/SIDE.out.zst (compressed:
+# show --kernels --json of a whole package is a single line of hundreds of MB), stderr into
+# SIDE.err, the exit status into SIDE.rc, and the name and sha256 of every file extract or
+# plan -o wrote into SIDE.files.
 one() {
   local side=$1 bin=$2; shift 2
   rm -rf "$out"; mkdir -p "$out"
-  local rc=0
-  (cd "$work" && exec "$bin" "$@") > "$work/$side.out" 2> "$work/$side.err" || rc=$?
-  echo "$rc" > "$work/$side.rc"
-  if [ -n "$(ls -A "$out")" ]; then
-    echo "--- files written:" >> "$work/$side.out"
-    (cd "$out" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >> "$work/$side.out"
-  fi
+  set +e
+  (cd "$work" && exec "$bin" "$@") 2> "$work/$side.err" | zstd -q -1 -c > "$work/$side.out.zst"
+  local st=("${PIPESTATUS[@]}")
+  set -e
+  [ "${st[1]}" -eq 0 ] || { bench_log "zstd failed (disk full?) on: rocpack $*"; exit 2; }
+  echo "${st[0]}" > "$work/$side.rc"
+  (cd "$out" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum) > "$work/$side.files"
+}
+same_out() {
+  cmp -s "$work/a.out.zst" "$work/b.out.zst" ||
+    cmp -s <(zstd -dcq "$work/a.out.zst") <(zstd -dcq "$work/b.out.zst")
 }
 # cmp1 ARGS...: runs ARGS through both builds and compares.
 cmp1() {
@@ -82,15 +89,23 @@ cmp1() {
   one b "$B" "$@"
   n=$((n + 1))
   local what="" f
-  for f in out err rc; do
+  same_out || what+=" out"
+  for f in err rc files; do
     cmp -s "$work/a.$f" "$work/b.$f" || what+=" $f"
   done
   if [ -n "$what" ]; then
     ndiff=$((ndiff + 1))
     {
       echo "## rocpack $* (differs in:$what)"
-      for f in rc out err; do
-        case $what in *"$f"*) { diff "$work/a.$f" "$work/b.$f" || true; } | head -n 6 | sed "s/^/  $f: /" ;; esac
+      for f in rc out err files; do
+        case $what in
+          *"$f"*)
+            if [ "$f" = out ]; then
+              { diff <(zstd -dcq "$work/a.out.zst") <(zstd -dcq "$work/b.out.zst") || true; }
+            else
+              { diff "$work/a.$f" "$work/b.$f" || true; }
+            fi | head -n 6 | cut -c1-300 | sed "s/^/  $f: /" ;;
+        esac
       done
     } >> "$report"
   fi
@@ -196,7 +211,7 @@ fi
 # --- summary ------------------------------------------------------------------------------------
 summary() {
   echo "compare-outputs: A = $desc_a, B = $desc_b$($quick && echo ', --quick')"
-  echo "compare-outputs: $n commands compared (stdout, stderr, exit status), $ndiff differ"
+  echo "compare-outputs: $n commands compared (stdout, stderr, exit status, files written), $ndiff differ"
   if [ "$ndiff" -gt 0 ]; then
     echo
     cat "$report"
