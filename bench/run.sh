@@ -33,7 +33,7 @@
 # 1/1.1 and the current took longer (or more memory) in at least 3 rounds of 4 ("slower?" only,
 # without changing the exit status, when there were fewer than 3 rounds).
 # Exit status: 0; 1 if a row is "slower"; 2 if a command failed or a tool is missing.
-# Raw output (every run's medians, min, max) goes to bench/results/run-<date>[-quick].txt.
+# Raw output (every run's medians, min, max) goes to bench/results/run-<date>[-quick][-only-NAMES].txt.
 #
 # ROCPACK_BENCH_CACHE: the cache of baseline builds and the scratch directory for the copies
 # strip/compress/decompress write (about 3.5 GB at most), default ~/.cache/rocpack-bench; it
@@ -90,12 +90,13 @@ roc_obj_ls=$(bench_roc_obj_ls)
 mapfile -t dirs < <(scripts/fetch-corpus.sh "${BENCH_SCAN_PKGS[@]}")
 deb=$(readlink -f "$(scripts/fetch-corpus.sh librocsparse1)/.deb")
 
+suffix=${only:+-only-${only//,/-}}
 if $quick; then
   r_fast=10 r_scan=5 r_dirs=3 r_slow=1 r_plan=10
-  bench_results run -quick
+  bench_results run "-quick$suffix"
 else
   r_fast=30 r_scan=15 r_dirs=7 r_slow=3 r_plan=30
-  bench_results run
+  bench_results run "$suffix"
 fi
 bench_header "bench/run.sh$($quick && echo ' --quick')"
 echo "# baseline: $baseline ($(git rev-parse --short "$baseline"))$same_source; current: $(bench_tree_desc)"
