@@ -11,27 +11,23 @@
 #
 # ROCPACK_BASE_BIN=path uses an already built baseline binary instead of building BASE.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench_name=bench/packages.sh
+. "$(dirname "$0")/lib.sh"
 base=${1:-main}
 scripts/install-deps.sh
 corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus}
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-bench-packages.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The baseline is built from `git archive BASE` with this checkout's target directory, so the
-# dependencies are compiled once; the binary is copied out before this checkout is built.
+# The baseline is built in a worktree of its own (bench/lib.sh: cached, one build per commit).
 if [ -n "${ROCPACK_BASE_BIN:-}" ]; then
   cp "$ROCPACK_BASE_BIN" "$work/rocpack-base"
   base_desc="$ROCPACK_BASE_BIN"
 else
-  mkdir "$work/src"
-  git archive "$base" | tar -x -C "$work/src"
-  (cd "$work/src" && CARGO_TARGET_DIR="$OLDPWD/target" cargo build --release --locked --quiet -p rocpack)
-  cp target/release/rocpack "$work/rocpack-base"
+  bench_build_rev "$base" "$work/rocpack-base"
   base_desc="$base ($(git rev-parse --short "$base"))"
 fi
-cargo build --release --locked --quiet -p rocpack
-cp target/release/rocpack "$work/rocpack-new"
+bench_build_current "$work/rocpack-new"
 
 # The packages: Debian .debs through the corpus script, wheels through pip.
 debs=()
@@ -52,11 +48,9 @@ for spec in tensorflow-rocm==2.14.0.600 jax-rocm7-pjrt; do
   wheels+=("$(ls "$corpus/wheels/$glob"*.whl | sort -V | tail -n 1)")
 done
 
-out=bench/results/packages-$(date -u +%Y-%m-%d).txt
-mkdir -p bench/results
-exec > >(tee "$out") 2>&1
-echo "# rocpack packages benchmark, $(date -u +%FT%TZ), $(nproc) cores, $(uname -r), $(free -g | awk '/^Mem/{print $2}') GiB RAM"
-echo "# baseline: $base_desc; new: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')"
+bench_results packages
+bench_header "rocpack packages benchmark"
+echo "# baseline: $base_desc; new: $(bench_tree_desc)"
 echo "# TMPDIR=${TMPDIR:-/tmp} ($(df -h --output=fstype,avail "${TMPDIR:-/tmp}" | tail -n 1 | xargs))"
 echo
 printf '%-58s %-5s %-5s %12s %10s %5s\n' package cmd bin max_rss_kib wall_s exit

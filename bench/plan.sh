@@ -9,15 +9,14 @@
 #
 #   bench/plan.sh [RUNS]     RUNS defaults to 20
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench_name=bench/plan.sh
+. "$(dirname "$0")/lib.sh"
 runs=${1:-20}
-command -v hyperfine >/dev/null || { echo "bench/plan.sh: apt-get install hyperfine" >&2; exit 1; }
-command -v jq >/dev/null || { echo "bench/plan.sh: apt-get install jq" >&2; exit 1; }
+bench_need hyperfine:hyperfine jq:jq
 
-cargo build --release --locked --quiet -p rocpack
 work=$(mktemp -d /tmp/rocpack-bench-plan.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cp "${CARGO_TARGET_DIR:-target}/release/rocpack" "$work/rocpack"
+bench_build_current "$work/rocpack"
 
 requests=(
   "--gpu gfx1030 --release 6.0"

@@ -17,26 +17,18 @@
 #                                       of the recorded run); RUNS defaults to 10 (the ldd runs:
 #                                       RUNS/2, at least 3); results written to bench/results/verify.md
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench_name=bench/verify.sh
+. "$(dirname "$0")/lib.sh"
 count=${1:-0}
 runs=${2:-10}
 ldd_runs=$(( runs / 2 > 3 ? runs / 2 : 3 ))
 
-missing=()
-for pair in hyperfine:hyperfine ldd:libc-bin jq:jq python3:python3 xargs:findutils cargo:cargo; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bench/verify.sh: missing tools; install them with:" >&2
-  echo "  apt-get install $(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')" >&2
-  exit 1
-fi
+bench_need hyperfine:hyperfine ldd:libc-bin jq:jq python3:python3 xargs:findutils cargo:cargo
 
-cargo build --release --locked --quiet -p rocpack
 work=$(mktemp -d /tmp/rocpack-bench-verify.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # A private copy, so that a rebuild in the same tree during the run does not change the binary.
-cp "${CARGO_TARGET_DIR:-target}/release/rocpack" "$work/rocpack"
+bench_build_current "$work/rocpack"
 rocpack=$work/rocpack
 
 # The files: x86-64 (e_machine 62) ET_DYN (e_type 3) ELF, by their header.
