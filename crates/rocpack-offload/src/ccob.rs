@@ -203,6 +203,12 @@ thread_local! {
 /// takes a second one).
 const CONTEXTS_KEPT: usize = 4;
 
+/// A context that has grown beyond this (its window buffer: up to 2^27 bytes for a large
+/// bundle read to the end) is freed rather than kept: the pool saves the setup of contexts that
+/// read headers, and must not hold a large window per thread after a bundle is done (`slim`
+/// bounds the windows in flight, not windows kept).
+const CONTEXT_KEPT_BYTES: usize = 4 << 20;
+
 /// The decoder of one zstd frame, on a context from this thread's pool. It reads as
 /// `zstd::stream::read::Decoder::with_buffer(payload).single_frame()` with
 /// `window_log_max(27)` does, the same output and the same errors.
@@ -294,7 +300,7 @@ impl<R> Drop for ZstdFrame<R> {
         if let Some(ctx) = self.ctx.take() {
             CONTEXTS.with(|c| {
                 if let Ok(mut c) = c.try_borrow_mut() {
-                    if c.len() < CONTEXTS_KEPT {
+                    if c.len() < CONTEXTS_KEPT && ctx.sizeof() <= CONTEXT_KEPT_BYTES {
                         c.push(ctx);
                     }
                 }
