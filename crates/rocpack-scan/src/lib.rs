@@ -13,6 +13,7 @@
 mod map;
 pub mod own;
 pub mod package;
+pub mod walk;
 
 use std::path::{Path, PathBuf};
 
@@ -161,48 +162,25 @@ pub type PathError = (PathBuf, String);
 /// [`open_regular`]) reports them as skipped; nothing here opens a file. rocpack's own
 /// temporary files ([`own::is_temp`]) are not listed.
 pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<PathError>) {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    for p in paths {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => walk_dir(p, &mut files, &mut errors, 0),
-            Ok(_) => files.push((p.clone(), true)),
-            Err(e) => errors.push((p.clone(), e.to_string())),
-        }
-    }
-    (files, errors)
-}
-
-fn walk_dir(dir: &Path, files: &mut Vec<(PathBuf, bool)>, errors: &mut Vec<PathError>, depth: u32) {
-    if depth > 64 {
-        errors.push((dir.to_path_buf(), "directory nesting deeper than 64".into()));
-        return;
-    }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            errors.push((dir.to_path_buf(), e.to_string()));
-            return;
-        }
-    };
-    let mut children: Vec<_> = entries
-        .filter_map(|e| {
-            e.map_err(|err| errors.push((dir.to_path_buf(), err.to_string())))
-                .ok()
+    let (entries, errors) = walk::walk(paths);
+    let files = entries
+        .into_iter()
+        .filter(|e| e.kind != walk::Kind::Symlink)
+        .map(|e| (e.path, e.explicit))
+        .collect();
+    let errors = errors
+        .into_iter()
+        .map(|(p, e)| {
+            let message = match e {
+                walk::WalkError::Path(e) | walk::WalkError::Dir(e) | walk::WalkError::Entry(e) => {
+                    e.to_string()
+                }
+                walk::WalkError::TooDeep => "directory nesting deeper than 64".into(),
+            };
+            (p, message)
         })
         .collect();
-    children.sort_by_key(|e| e.file_name());
-    for entry in children {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => walk_dir(&path, files, errors, depth + 1),
-            Ok(t) if t.is_symlink() => {}
-            // A rewrite in progress (or one a killed run left): not a file of the tree.
-            Ok(_) if own::is_temp(&path) => {}
-            Ok(_) => files.push((path, false)),
-            Err(e) => errors.push((path, e.to_string())),
-        }
-    }
+    (files, errors)
 }
 
 struct DirLoader<'a> {

@@ -17,27 +17,39 @@ enum Kind {
     Other,
 }
 
-/// Walks the given files and directories (symlinks inside directories are recorded by name but
-/// not followed). Unreadable directories and files become `unreadable-file` findings.
+/// Walks the given files and directories with the one walk of the file layer
+/// ([`rocpack_scan::walk`]: symlinks inside directories are recorded by name but not followed).
+/// Paths and directories that cannot be read, and entries that cannot, become
+/// `unreadable-file` findings.
 pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
-    let mut files = Vec::new();
-    let mut all = Vec::new();
-    let mut findings = Vec::new();
-    for p in paths {
-        match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => walk(p, &mut files, &mut all, &mut findings, 0),
-            Ok(_) => {
-                files.push(p.clone());
-                all.push(p.clone());
-            }
-            Err(e) => findings.push(Finding::new(
-                Code::UnreadableFile,
-                Severity::Error,
-                p,
-                format!("cannot read: {e}"),
-            )),
-        }
-    }
+    use rocpack_scan::walk::{Kind as Entry, WalkError};
+    let (entries, errors) = rocpack_scan::walk::walk(paths);
+    let mut findings: Vec<Finding> = errors
+        .into_iter()
+        .map(|(p, e)| {
+            let message = match e {
+                WalkError::Path(e) | WalkError::Entry(e) => format!("cannot read: {e}"),
+                WalkError::Dir(e) => format!("cannot read directory: {e}"),
+                WalkError::TooDeep => format!(
+                    "directory nesting deeper than {}; not walked further",
+                    rocpack_scan::walk::MAX_DEPTH
+                ),
+            };
+            Finding::new(Code::UnreadableFile, Severity::Error, &p, message)
+        })
+        .collect();
+    // Every name ld.so could be given (files, and links by their names); every file to read
+    // (a FIFO, socket or device too: `kind` reports it without opening it).
+    let all: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| e.explicit || e.kind != Entry::Special)
+        .map(|e| e.path.clone())
+        .collect();
+    let files: Vec<PathBuf> = entries
+        .into_iter()
+        .filter(|e| e.kind != Entry::Symlink)
+        .map(|e| e.path)
+        .collect();
     let kinds: Vec<std::io::Result<Kind>> = files.par_iter().map(|f| kind(f)).collect();
     let mut input = Input {
         all_paths: all,
@@ -60,52 +72,6 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
         }
     }
     (input, findings)
-}
-
-fn walk(
-    dir: &Path,
-    files: &mut Vec<PathBuf>,
-    all: &mut Vec<PathBuf>,
-    findings: &mut Vec<Finding>,
-    depth: u32,
-) {
-    if depth > 64 {
-        findings.push(Finding::new(
-            Code::UnreadableFile,
-            Severity::Error,
-            dir,
-            "directory nesting deeper than 64; not walked further".into(),
-        ));
-        return;
-    }
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            findings.push(Finding::new(
-                Code::UnreadableFile,
-                Severity::Error,
-                dir,
-                format!("cannot read directory: {e}"),
-            ));
-            return;
-        }
-    };
-    let mut children: Vec<_> = entries.filter_map(Result::ok).collect();
-    children.sort_by_key(|e| e.file_name());
-    for entry in children {
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => walk(&path, files, all, findings, depth + 1),
-            Ok(t) if t.is_file() => {
-                all.push(path.clone());
-                files.push(path);
-            }
-            Ok(t) if t.is_symlink() => all.push(path),
-            // A FIFO, socket or device: `kind` reports it without opening it.
-            Ok(_) => files.push(path),
-            Err(_) => {}
-        }
-    }
 }
 
 fn kind(path: &Path) -> std::io::Result<Kind> {
