@@ -200,9 +200,7 @@ pub fn check(opts: &ToolchainOptions) -> ToolchainReport {
         &mut report,
     );
     for (binary, ds) in drivers {
-        report
-            .clangs
-            .push(describe_clang(&tree, &prefix, binary, ds));
+        report.clangs.push(describe_clang(&tree, binary, ds));
     }
 
     report.hip_toolchain = has_hipcc || has_hip_lang || report.clangs.iter().any(|c| c.rocm);
@@ -544,15 +542,10 @@ fn embedded_clang_dirs(hipcc: &Path) -> Vec<String> {
     out
 }
 
-fn describe_clang(
-    tree: &Tree,
-    prefix: &Path,
-    binary: PathBuf,
-    drivers: Vec<Driver>,
-) -> ClangInstall {
+fn describe_clang(tree: &Tree, binary: PathBuf, drivers: Vec<Driver>) -> ClangInstall {
     let rocm = drivers.iter().any(|d| d.rocm);
     let run_by_hipcc = drivers.iter().any(|d| d.hipcc);
-    let (version, version_source) = match clang_version(tree, prefix, &binary) {
+    let (version, version_source) = match clang_version(tree, &binary) {
         Some((v, s)) => (Some(v), Some(s)),
         None => (None, None),
     };
@@ -580,11 +573,11 @@ const MAX_SCAN_BYTES: usize = 1 << 30;
 
 /// The version of the clang at `binary` (real path), and where it was read: the binary, the
 /// libclang-cpp it needs, the CMake package of its LLVM tree, or a `llvm-NN` directory name.
-fn clang_version(tree: &Tree, prefix: &Path, binary: &Path) -> Option<(ClangVersion, PathBuf)> {
+fn clang_version(tree: &Tree, binary: &Path) -> Option<(ClangVersion, PathBuf)> {
     if let Some(v) = scan_version(binary) {
         return Some((v, binary.to_path_buf()));
     }
-    for lib in needed_libclang(tree, prefix, binary) {
+    for lib in needed_libclang(tree, binary) {
         if let Some(v) = scan_version(&lib) {
             return Some((v, lib));
         }
@@ -665,73 +658,27 @@ fn scan_version(path: &Path) -> Option<ClangVersion> {
     None
 }
 
-/// The libclang shared libraries the binary needs, found where the loader would look for them:
-/// its RUNPATH/RPATH (`$ORIGIN` expanded), `<bin>/../lib`, and the system library directories.
-fn needed_libclang(tree: &Tree, prefix: &Path, binary: &Path) -> Vec<PathBuf> {
-    let Ok(map) = rocpack_scan::Mapped::open(binary) else {
+/// The libclang shared libraries the binary loads, found by the library search of
+/// [`crate::linkage::search`] (glibc's: RPATH, RUNPATH with `$ORIGIN`, `ld.so.cache`, the
+/// default directories, all inside the root), in load order.
+fn needed_libclang(tree: &Tree, binary: &Path) -> Vec<PathBuf> {
+    use crate::linkage::search::{Environment, LoaderEnv};
+    let root = (tree.root != Path::new("/")).then_some(tree.root.as_path());
+    let env = Environment::new(crate::sysroot::Sysroot::new(root), &LoaderEnv::default());
+    let Ok(closure) = env.closure(binary) else {
         return Vec::new();
     };
-    let Some((needed, runpath)) = elf_needed(&map) else {
-        return Vec::new();
-    };
-    let Some(bin_dir) = binary.parent() else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for entry in runpath.iter().flat_map(|r| r.split(':')) {
-        let expanded = entry
-            .replace("${ORIGIN}", "$ORIGIN")
-            .replace("$ORIGIN", &bin_dir.to_string_lossy());
-        dirs.push(if expanded.starts_with(&*bin_dir.to_string_lossy()) {
-            normalize(Path::new(&expanded))
-        } else {
-            tree.sys(&expanded)
-        });
-    }
-    dirs.push(normalize(&bin_dir.join("../lib")));
-    dirs.push(normalize(&bin_dir.join("../lib64")));
-    dirs.push(prefix.join("lib"));
-    for sys in [
-        "/usr/lib/x86_64-linux-gnu",
-        "/lib/x86_64-linux-gnu",
-        "/usr/lib64",
-        "/usr/lib",
-        "/lib",
-    ] {
-        dirs.push(tree.sys(sys));
-    }
-    let mut out = Vec::new();
-    for name in needed.iter().filter(|n| n.starts_with("libclang")) {
-        if let Some(p) = dirs.iter().map(|d| d.join(name)).find(|p| tree.is_file(p)) {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// DT_NEEDED names and DT_RUNPATH/DT_RPATH strings of a 64-bit ELF file.
-fn elf_needed(data: &[u8]) -> Option<(Vec<String>, Vec<String>)> {
-    use object::elf;
-    use object::read::elf::{Dyn as _, FileHeader as _};
-    let header = elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
-    let endian = header.endian().ok()?;
-    let sections = header.sections(endian, data).ok()?;
-    let (dynamic, link) = sections.dynamic(endian, data).ok()??;
-    let strings = sections.strings(endian, data, link).ok()?;
-    let mut needed = Vec::new();
-    let mut runpath = Vec::new();
-    for d in dynamic {
-        let Some(tag) = d.tag32(endian) else { continue };
-        let list = match tag {
-            elf::DT_NEEDED => &mut needed,
-            elf::DT_RUNPATH | elf::DT_RPATH => &mut runpath,
-            _ => continue,
-        };
-        if let Ok(s) = d.string(endian, strings) {
-            list.push(String::from_utf8_lossy(s).into_owned());
-        }
-    }
-    Some((needed, runpath))
+    closure
+        .objects
+        .iter()
+        .skip(1)
+        .filter(|o| {
+            o.path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libclang"))
+        })
+        .map(|o| o.host.clone())
+        .collect()
 }
 
 /// The value of the first `set(KEY value)` in a CMake file.
