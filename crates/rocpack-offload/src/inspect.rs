@@ -108,15 +108,32 @@ impl ReadAt for std::fs::File {
     }
 }
 
-/// `[pos, end)` of a [`ReadAt`], read in order: a compressed payload decoded through `pread`
-/// rather than through a map, so that its pages do not become part of the process.
-struct ReadAtRange<'a> {
-    from: &'a dyn ReadAt,
+impl<T: ReadAt + ?Sized> ReadAt for &T {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        (**self).read_at(offset, buf)
+    }
+}
+
+/// `[start, start + len)` of a [`ReadAt`], read in order: a compressed payload decoded through
+/// `pread` rather than through a map, so that its pages do not become part of the process.
+pub struct ReadAtRange<R> {
+    from: R,
     pos: u64,
     end: u64,
 }
 
-impl std::io::Read for ReadAtRange<'_> {
+impl<R: ReadAt> ReadAtRange<R> {
+    /// The range `[start, start + len)` of `from`.
+    pub fn new(from: R, start: u64, len: u64) -> Self {
+        ReadAtRange {
+            from,
+            pos: start,
+            end: start.saturating_add(len),
+        }
+    }
+}
+
+impl<R: ReadAt> std::io::Read for ReadAtRange<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = (self.end.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
         let n = self
@@ -1738,11 +1755,7 @@ impl Walker<'_, '_> {
         let mut stream = match (self.opts.file, at) {
             (Some(file), Some(base)) => {
                 let start = base + h.header_size;
-                let range = ReadAtRange {
-                    from: file,
-                    pos: start,
-                    end: start + payload.len() as u64,
-                };
+                let range = ReadAtRange::new(file, start, payload.len() as u64);
                 let reader: Box<dyn std::io::BufRead + '_> =
                     Box::new(std::io::BufReader::with_capacity(64 << 10, range));
                 ccob::Stream::new(h.method, reader, h.uncompressed_size)?

@@ -30,8 +30,8 @@ pub mod pe;
 pub use entry_id::EntryId;
 pub use error::{FormatError, Kind};
 pub use inspect::{
-    DEFAULT_MAX_DECOMPRESSED, HEAD_LEN, Options, Prefetch, ReadAt, Sink, Sniff, ThinMemberLoader,
-    fill_at, inspect, inspect_head, inspect_with, sniff,
+    DEFAULT_MAX_DECOMPRESSED, HEAD_LEN, Options, Prefetch, ReadAt, ReadAtRange, Sink, Sniff,
+    ThinMemberLoader, fill_at, inspect, inspect_head, inspect_with, sniff,
 };
 pub use model::{
     CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Loading, Severity,

@@ -9,7 +9,7 @@
 //! from the new file and compares it with the same bundle made again from the original.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
@@ -170,15 +170,6 @@ impl<'a> Input<'a> {
             .unwrap_or(end)
             .saturating_sub(start)
     }
-
-    /// `[offset, offset + len)` as a reader.
-    pub(crate) fn range(self, offset: u64, len: u64) -> Range<'a> {
-        Range {
-            input: self,
-            pos: offset,
-            end: offset.saturating_add(len),
-        }
-    }
 }
 
 fn eof(offset: u64) -> io::Error {
@@ -188,20 +179,23 @@ fn eof(offset: u64) -> io::Error {
     )
 }
 
-/// A range of an [`Input`], read in order.
-pub(crate) struct Range<'a> {
-    input: Input<'a>,
-    pos: u64,
-    end: u64,
-}
-
-impl Read for Range<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = (self.end - self.pos).min(buf.len() as u64) as usize;
-        let dst = buf.get_mut(..n).unwrap_or_default();
-        self.input.read_exact_at(dst, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
+/// Positioned reads of the original or new file, for [`rocpack_offload::ReadAtRange`].
+impl rocpack_offload::ReadAt for Input<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        match self.file {
+            Some(f) => rocpack_offload::ReadAt::read_at(f, offset, buf),
+            None => {
+                let rest = usize::try_from(offset)
+                    .ok()
+                    .and_then(|o| self.bytes.get(o..))
+                    .unwrap_or_default();
+                let n = rest.len().min(buf.len());
+                if let (Some(d), Some(s)) = (buf.get_mut(..n), rest.get(..n)) {
+                    d.copy_from_slice(s);
+                }
+                Ok(n)
+            }
+        }
     }
 }
 
@@ -343,7 +337,8 @@ impl<'a> BaseReader<'a> {
             } => {
                 if self.stream.as_ref().is_none_or(|s| s.position() > offset) {
                     ccob::check_ceiling(&header, self.limits.max_decompressed).map_err(invalid)?;
-                    let payload = self.input.range(
+                    let payload = rocpack_offload::ReadAtRange::new(
+                        self.input,
                         at + header.header_size,
                         len.saturating_sub(header.header_size),
                     );

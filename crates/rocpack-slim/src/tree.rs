@@ -168,14 +168,14 @@ pub fn rewrite(
     })
 }
 
-/// Our own temporary files and backups, which a directory walk must not rewrite.
+/// Our backups, which a directory walk must not rewrite (the walk itself leaves out our
+/// temporary files: [`rocpack_scan::own::is_temp`]).
 fn is_ours(path: &Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    rocpack_scan::own::is_temp(path)
-        || name.ends_with(".orig")
+    name.ends_with(".orig")
         || name
             .rsplit_once(".orig.")
             .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
