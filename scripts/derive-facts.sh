@@ -53,6 +53,10 @@ component_sets() {
   case "$1" in
     # Its default backend comes from a compiler check (HAS_HIP), unknown here.
     MIOpen) echo --set MIOPEN_BACKEND=HIP ;;
+    # check_cxx_compiler_flag("--cuda-host-only -x hip" HAS_HIP) compiles a test program; hipcc
+    # (the compiler assumed above) accepts those flags, so the check passes and the GPU backend,
+    # where GPU_TARGETS is read, is configured.
+    MIGraphX) echo --set HAS_HIP=ON ;;
   esac
 }
 

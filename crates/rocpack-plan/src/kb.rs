@@ -98,6 +98,18 @@ pub(crate) const FILES: &[(&str, &str)] = &[
         include_str!("../data/derived/upstream/MIGraphX-rocm-6.2.0.toml"),
     ),
     (
+        "derived/upstream/MIGraphX-rocm-6.4.3.toml",
+        include_str!("../data/derived/upstream/MIGraphX-rocm-6.4.3.toml"),
+    ),
+    (
+        "derived/upstream/MIGraphX-rocm-7.0.2.toml",
+        include_str!("../data/derived/upstream/MIGraphX-rocm-7.0.2.toml"),
+    ),
+    (
+        "derived/upstream/MIGraphX-rocm-7.1.1.toml",
+        include_str!("../data/derived/upstream/MIGraphX-rocm-7.1.1.toml"),
+    ),
+    (
         "derived/upstream/MIOpen-rocm-6.0.2.toml",
         include_str!("../data/derived/upstream/MIOpen-rocm-6.0.2.toml"),
     ),

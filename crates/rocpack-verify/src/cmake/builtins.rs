@@ -403,7 +403,20 @@ impl Evaluator<'_> {
             n => match CHECKS.iter().find(|(c, _)| *c == n) {
                 Some((_, i)) => {
                     if let Some(v) = args.get(*i) {
-                        self.set_unknown(&v.text, format!("{} is set by {n}() at line {}, which compiles on the configuring machine", v.text, loc.line));
+                        // CMake runs a check only when its result variable is not defined yet
+                        // (Modules/Internal/CheckSourceCompiles.cmake:11, CheckIncludeFile.cmake:49,
+                        // CheckLibraryExists.cmake:46 in CMake 3.25: `if(NOT DEFINED "${_var}")`),
+                        // so a result the packager passes with -D stands. check_type_size keys
+                        // on HAVE_<VAR> instead (CheckTypeSize.cmake:277).
+                        let result = if n == "check_type_size" {
+                            format!("HAVE_{}", v.text)
+                        } else {
+                            v.text.clone()
+                        };
+                        let given = matches!(self.lookup(&result), Lookup::Defined(ref d) if d.unknown.is_none());
+                        if !given {
+                            self.set_unknown(&v.text, format!("{} is set by {n}() at line {}, which compiles on the configuring machine", v.text, loc.line));
+                        }
                     }
                 }
                 None => self.note_unknown_command(n, loc),
