@@ -1,4 +1,5 @@
 //! What a packager passes with `--set` is what CMake's own `-D` would give.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::process::Command;
