@@ -209,6 +209,111 @@ const CONTEXTS_KEPT: usize = 4;
 /// bounds the windows in flight, not windows kept).
 const CONTEXT_KEPT_BYTES: usize = 4 << 20;
 
+/// Memory for zstd windows, shared by every thread: a frame whose window is larger than
+/// [`WINDOW_UNCOUNTED`] takes its size from here while it is decoded.
+#[derive(Debug)]
+pub struct WindowBudget {
+    free: std::sync::atomic::AtomicU64,
+}
+
+impl WindowBudget {
+    /// A budget of `bytes`.
+    pub const fn new(bytes: u64) -> Self {
+        WindowBudget {
+            free: std::sync::atomic::AtomicU64::new(bytes),
+        }
+    }
+
+    fn take(&self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        self.free
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
+                free.checked_sub(bytes)
+            })
+            .is_ok()
+    }
+
+    fn give(&self, bytes: u64) {
+        self.free
+            .fetch_add(bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// The process's budget for zstd windows held in memory: 96 MiB, so that reading any file or
+/// package stays within 128 MB of resident memory (issue 14) with the rest of a walk. clang
+/// writes single-segment frames whose window is the whole bundle: jax-rocm7-pjrt 0.12.0's
+/// plugin has 45 of them, the largest 113,646,944 bytes.
+pub static WINDOWS: WindowBudget = WindowBudget::new(96 << 20);
+
+/// Windows up to this size are not counted: a context that small is what reading the headers
+/// of a typical bundle costs, and it may be pooled ([`CONTEXT_KEPT_BYTES`]).
+pub const WINDOW_UNCOUNTED: u64 = 4 << 20;
+
+/// Where a frame's output goes when its window does not fit in memory.
+pub trait Spill {
+    /// A zero-filled buffer of `len` bytes, or an error when none can be made (the window is
+    /// then held in memory).
+    ///
+    /// # Errors
+    /// When the buffer cannot be created (no temporary directory, no space).
+    fn buffer(&self, len: usize) -> std::io::Result<Box<dyn SpillBuffer>>;
+}
+
+/// The output of one frame, written by the decoder and read back by it for matches.
+pub trait SpillBuffer {
+    /// The whole buffer.
+    fn bytes(&mut self) -> &mut [u8];
+    /// Gives back the memory of `..below`; its bytes must read the same afterwards (a file's
+    /// pages are dropped from memory and read again from the file when touched).
+    fn release(&mut self, below: usize);
+}
+
+/// A frame being decoded into a [`SpillBuffer`] (`ZSTD_d_stableOutBuffer`: the decoder keeps no
+/// window of its own and reads matches from the buffer).
+struct Spilled {
+    buffer: Box<dyn SpillBuffer>,
+    /// Output the decoder has written.
+    produced: usize,
+    /// Output handed to the reader.
+    delivered: usize,
+    /// Bytes below this have been released.
+    released: usize,
+}
+
+/// Release the delivered output each time this much more of it has been read.
+const RELEASE_EVERY: usize = 8 << 20;
+
+/// The window a zstd frame needs, read from its header (RFC 8878, 3.1.1.1): the frame content
+/// size for a single-segment frame, else the window descriptor's size. `None` when `head` is
+/// not the start of a zstd frame.
+fn frame_window(head: &[u8]) -> Option<u64> {
+    let b = Bytes::new(head);
+    if b.u32(0).ok()? != 0xFD2F_B528 {
+        return None;
+    }
+    let fhd = b.u8(4).ok()?;
+    let single_segment = fhd & 0x20 != 0;
+    if !single_segment {
+        let wd = b.u8(5).ok()?;
+        let log = 10 + u64::from(wd >> 3);
+        let base = 1u64 << log;
+        return Some(base + (base / 8) * u64::from(wd & 7));
+    }
+    let did_len = match fhd & 3 {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        _ => 4,
+    };
+    let at = 5 + did_len;
+    match fhd >> 6 {
+        0 => b.u8(at).ok().map(u64::from),
+        1 => b.u16(at).ok().map(|v| u64::from(v) + 256),
+        2 => b.u32(at).ok().map(u64::from),
+        _ => b.u64(at).ok(),
+    }
+}
+
 /// The decoder of one zstd frame, on a context from this thread's pool. It reads as
 /// `zstd::stream::read::Decoder::with_buffer(payload).single_frame()` with
 /// `window_log_max(27)` does, the same output and the same errors.
@@ -217,12 +322,47 @@ struct ZstdFrame<R> {
     input: R,
     /// Set once the frame has ended: later reads return 0.
     finished: bool,
+    /// The output buffer, when the window did not fit in memory.
+    spilled: Option<Spilled>,
+    /// Bytes taken from `budget`, given back on drop.
+    reserved: u64,
+    budget: &'static WindowBudget,
 }
 
-impl<R> ZstdFrame<R> {
-    fn new(input: R) -> std::io::Result<Self> {
+impl<R: BufRead> ZstdFrame<R> {
+    fn new(
+        mut input: R,
+        limit: u64,
+        spill: Option<&dyn Spill>,
+        budget: &'static WindowBudget,
+    ) -> std::io::Result<Self> {
         use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
-        let pooled = CONTEXTS.with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()));
+        // The decoder's buffer is the window, but never more than the output (zstd's
+        // ZSTD_decodingBufferSize_min); `limit` is the declared output size.
+        let window = frame_window(input.fill_buf()?).map_or(limit, |w| w.min(limit));
+        let mut reserved = 0;
+        let mut spilled = None;
+        if window > WINDOW_UNCOUNTED {
+            if budget.take(window) {
+                reserved = window;
+            } else if let Some(spill) = spill {
+                // The buffer must hold the whole frame; a frame longer than declared fails
+                // with "Destination buffer is too small".
+                if let Ok(len) = usize::try_from(limit) {
+                    spilled = spill.buffer(len).ok().map(|buffer| Spilled {
+                        buffer,
+                        produced: 0,
+                        delivered: 0,
+                        released: 0,
+                    });
+                }
+            }
+        }
+        let pooled = if spilled.is_some() {
+            None
+        } else {
+            CONTEXTS.with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()))
+        };
         let ctx = match pooled {
             Some(mut ctx) => {
                 // Parameters (the window limit) survive a session reset.
@@ -235,6 +375,10 @@ impl<R> ZstdFrame<R> {
                 // clang writes frames with long-distance matching and a 2^27 window; refuse more.
                 ctx.set_parameter(DParameter::WindowLogMax(27))
                     .map_err(zstd_error)?;
+                if spilled.is_some() {
+                    ctx.set_parameter(DParameter::StableOutBuffer(true))
+                        .map_err(zstd_error)?;
+                }
                 ctx
             }
         };
@@ -242,7 +386,59 @@ impl<R> ZstdFrame<R> {
             ctx: Some(ctx),
             input,
             finished: false,
+            spilled,
+            reserved,
+            budget,
         })
+    }
+}
+
+impl<R: BufRead> ZstdFrame<R> {
+    /// [`Read::read`] for a frame decoded into its spill buffer: the decoder is given the
+    /// whole buffer each time, at the position it left (as `ZSTD_d_stableOutBuffer` requires),
+    /// and the reader copies out what it has produced.
+    fn read_spilled(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use zstd::zstd_safe::{InBuffer, OutBuffer};
+        let (Some(ctx), Some(sp)) = (self.ctx.as_mut(), self.spilled.as_mut()) else {
+            return Ok(0);
+        };
+        while sp.delivered == sp.produced {
+            if self.finished {
+                return Ok(0);
+            }
+            let input = self.input.fill_buf()?;
+            if input.is_empty() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "incomplete frame",
+                ));
+            }
+            let mut src = InBuffer::around(input);
+            let mut dst = OutBuffer::around_pos(sp.buffer.bytes(), sp.produced);
+            let hint = ctx
+                .decompress_stream(&mut dst, &mut src)
+                .map_err(zstd_error)?;
+            sp.produced = dst.pos();
+            let read = src.pos();
+            self.input.consume(read);
+            if hint == 0 {
+                self.finished = true;
+            }
+        }
+        let n = buf.len().min(sp.produced - sp.delivered);
+        let n = {
+            let src = sp.buffer.bytes();
+            let src = src.get(sp.delivered..sp.delivered + n).unwrap_or_default();
+            let dst = buf.get_mut(..src.len()).unwrap_or_default();
+            dst.copy_from_slice(src);
+            src.len()
+        };
+        sp.delivered += n;
+        if sp.delivered - sp.released >= RELEASE_EVERY {
+            sp.buffer.release(sp.delivered);
+            sp.released = sp.delivered;
+        }
+        Ok(n)
     }
 }
 
@@ -254,6 +450,9 @@ fn zstd_error(code: usize) -> std::io::Error {
 impl<R: BufRead> Read for ZstdFrame<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         use zstd::zstd_safe::{InBuffer, OutBuffer};
+        if self.spilled.is_some() {
+            return self.read_spilled(buf);
+        }
         let Some(ctx) = self.ctx.as_mut() else {
             return Ok(0);
         };
@@ -297,6 +496,11 @@ impl<R: BufRead> Read for ZstdFrame<R> {
 
 impl<R> Drop for ZstdFrame<R> {
     fn drop(&mut self) {
+        self.budget.give(self.reserved);
+        // A context set for a spill buffer keeps ZSTD_d_stableOutBuffer: it is not pooled.
+        if self.spilled.is_some() {
+            return;
+        }
         if let Some(ctx) = self.ctx.take() {
             CONTEXTS.with(|c| {
                 if let Ok(mut c) = c.try_borrow_mut() {
@@ -328,10 +532,27 @@ impl<'a> Stream<'a> {
         payload: R,
         limit: u64,
     ) -> Result<Self, FormatError> {
+        Self::spilling(method, payload, limit, None, &WINDOWS)
+    }
+
+    /// [`Stream::new`], keeping the memory of a large zstd window bounded: a frame whose window
+    /// (the history the decoder keeps, at most the frame's whole output) does not fit in what
+    /// `budget` has left is decoded into a buffer from `spill`, a file, instead of memory.
+    /// Without `spill`, or when it cannot give a buffer, the window is held in memory anyway.
+    ///
+    /// # Errors
+    /// [`FormatError`] when the zstd decoder cannot be created.
+    pub fn spilling<R: BufRead + 'a>(
+        method: Method,
+        payload: R,
+        limit: u64,
+        spill: Option<&dyn Spill>,
+        budget: &'static WindowBudget,
+    ) -> Result<Self, FormatError> {
         let inner: Box<dyn Read + 'a> = match method {
             Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
             Method::Zstd => Box::new(
-                ZstdFrame::new(payload)
+                ZstdFrame::new(payload, limit, spill, budget)
                     .map_err(|e| FormatError::new(Kind::Ccob, 0, format!("zstd decoder: {e}")))?,
             ),
         };
@@ -673,6 +894,134 @@ mod tests {
                 assert_eq!(s.read_vec(32).unwrap(), bundle[..32]);
             }
         }
+    }
+
+    /// A spill buffer in memory that forgets nothing; `release` records how far it was called.
+    struct VecSpill;
+    struct VecBuffer(Vec<u8>, std::sync::Arc<std::sync::atomic::AtomicUsize>);
+    static RELEASED: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> =
+        std::sync::LazyLock::new(Default::default);
+    impl Spill for VecSpill {
+        fn buffer(&self, len: usize) -> std::io::Result<Box<dyn SpillBuffer>> {
+            Ok(Box::new(VecBuffer(vec![0; len], RELEASED.clone())))
+        }
+    }
+    impl SpillBuffer for VecBuffer {
+        fn bytes(&mut self) -> &mut [u8] {
+            &mut self.0
+        }
+        fn release(&mut self, below: usize) {
+            self.1
+                .fetch_max(below, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// 24 MiB of bytes with matches from far back (a single-segment frame's window is the
+    /// whole output, so the decoder must read them from the spill buffer).
+    fn far_matches() -> Vec<u8> {
+        let mut block = vec![0u8; 1 << 20];
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for b in &mut block {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let mut out = Vec::new();
+        for i in 0..24u8 {
+            let mut b = block.clone();
+            b[0] = i;
+            out.extend_from_slice(&b);
+        }
+        out
+    }
+
+    #[test]
+    fn a_window_over_the_budget_is_decoded_into_the_spill_buffer() {
+        static NONE: WindowBudget = WindowBudget::new(0);
+        static ROOM: WindowBudget = WindowBudget::new(64 << 20);
+        let data = far_matches();
+        let bundle = crate::bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", &data)]);
+        let blob = compress(&bundle, 3, Method::Zstd, 3).unwrap();
+        let h = CcobHeader::parse(&blob).unwrap();
+        let window = frame_window(h.payload(&blob)).unwrap();
+        assert_eq!(
+            window,
+            bundle.len() as u64,
+            "clang's frames are single-segment"
+        );
+        // Read in odd pieces, as the header reader does.
+        let read_all = |s: &mut Stream<'_>| {
+            let mut out = Vec::new();
+            loop {
+                let piece = s.read_vec(70_001).unwrap();
+                if piece.is_empty() {
+                    break out;
+                }
+                out.extend(piece);
+            }
+        };
+        let mut spilled = Stream::spilling(
+            h.method,
+            h.payload(&blob),
+            h.uncompressed_size,
+            Some(&VecSpill),
+            &NONE,
+        )
+        .unwrap();
+        assert_eq!(read_all(&mut spilled), bundle);
+        drop(spilled);
+        assert!(RELEASED.load(std::sync::atomic::Ordering::Relaxed) >= 16 << 20);
+        // With room, the window is held in memory and given back when the frame is done.
+        let mut held = Stream::spilling(
+            h.method,
+            h.payload(&blob),
+            h.uncompressed_size,
+            Some(&VecSpill),
+            &ROOM,
+        )
+        .unwrap();
+        assert_eq!(
+            ROOM.free.load(std::sync::atomic::Ordering::Relaxed),
+            (64 << 20) - window
+        );
+        assert_eq!(read_all(&mut held), bundle);
+        drop(held);
+        assert_eq!(
+            ROOM.free.load(std::sync::atomic::Ordering::Relaxed),
+            64 << 20
+        );
+        // Output beyond the declared size is an error here too, and a truncated frame.
+        let short = h.uncompressed_size - 1;
+        let mut s =
+            Stream::spilling(h.method, h.payload(&blob), short, Some(&VecSpill), &NONE).unwrap();
+        assert!(s.read_vec(h.uncompressed_size).is_err());
+        let payload = h.payload(&blob);
+        let cut = payload.get(..payload.len() / 2).unwrap();
+        let mut s =
+            Stream::spilling(h.method, cut, h.uncompressed_size, Some(&VecSpill), &NONE).unwrap();
+        assert!(s.read_vec(h.uncompressed_size).is_err());
+    }
+
+    #[test]
+    fn frame_windows_are_read_from_the_frame_header() {
+        // Single segment, 4-byte content size 0x0100_0000.
+        assert_eq!(
+            frame_window(&[0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0, 0, 0, 1]),
+            Some(1 << 24)
+        );
+        // Window descriptor: exponent 17 (2^27), mantissa 0.
+        assert_eq!(
+            frame_window(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 17 << 3]),
+            Some(1 << 27)
+        );
+        // Mantissa 4: 2^10 + 4 * 2^7.
+        assert_eq!(
+            frame_window(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 4]),
+            Some(1024 + 512)
+        );
+        assert_eq!(frame_window(b"CCOB"), None);
+        assert_eq!(frame_window(&[0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0]), None);
     }
 
     #[test]

@@ -164,6 +164,9 @@ pub struct Options<'a> {
     /// The file whose bytes are being inspected, for reading small headers without faulting
     /// in mapped pages. It must hold the same bytes as the slice given to [`inspect`].
     pub file: Option<&'a dyn ReadAt>,
+    /// Where a compressed bundle whose zstd window does not fit in [`ccob::WINDOWS`] is decoded
+    /// while its headers are read; without it, the window is held in memory.
+    pub spill: Option<&'a dyn ccob::Spill>,
 }
 
 impl Default for Options<'_> {
@@ -174,6 +177,7 @@ impl Default for Options<'_> {
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
             thin_loader: None,
             file: None,
+            spill: None,
         }
     }
 }
@@ -1758,9 +1762,21 @@ impl Walker<'_, '_> {
                 let range = ReadAtRange::new(file, start, payload.len() as u64);
                 let reader: Box<dyn std::io::BufRead + '_> =
                     Box::new(std::io::BufReader::with_capacity(64 << 10, range));
-                ccob::Stream::new(h.method, reader, h.uncompressed_size)?
+                ccob::Stream::spilling(
+                    h.method,
+                    reader,
+                    h.uncompressed_size,
+                    self.opts.spill,
+                    &ccob::WINDOWS,
+                )?
             }
-            _ => ccob::Stream::new(h.method, payload, h.uncompressed_size)?,
+            _ => ccob::Stream::spilling(
+                h.method,
+                payload,
+                h.uncompressed_size,
+                self.opts.spill,
+                &ccob::WINDOWS,
+            )?,
         };
         let mut prefix = Vec::new();
         let mut scan = bundle::HeaderScan::default();

@@ -25,7 +25,7 @@ use rocpack_offload::{
 };
 
 pub use map::{
-    FileChanged, Mapped, NotRegular, open_regular, open_stated, read_regular,
+    FileChanged, Mapped, NotRegular, TempSpill, open_regular, open_stated, read_regular,
     read_regular_to_string,
 };
 pub use package::{PackageKind, package_kind, read_package};
@@ -241,6 +241,7 @@ fn inspect_opened(
         max_decompressed: opts.max_decompressed,
         thin_loader: Some(&loader),
         file: None,
+        spill: Some(&map::TempSpill),
     };
     let whole = len <= READ_WHOLE;
     if whole || sink.is_none() {

@@ -307,6 +307,61 @@ impl Mapped {
     }
 }
 
+/// Where a zstd frame whose window does not fit in memory is decoded
+/// ([`rocpack_offload::ccob::Spill`]): an unnamed temporary file in `$TMPDIR` (`O_TMPFILE`, or
+/// unlinked at once), its blocks allocated up front and mapped shared. The decoder writes the
+/// frame's output into the map and reads its matches back from it; the pages the reader is done
+/// with are dropped from this process's resident set, and come back from the page cache or the
+/// file if a match reaches them again. The file goes when the buffer is dropped.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TempSpill;
+
+impl rocpack_offload::ccob::Spill for TempSpill {
+    fn buffer(&self, len: usize) -> io::Result<Box<dyn rocpack_offload::ccob::SpillBuffer>> {
+        let file = tempfile::tempfile()?;
+        let size = libc::off_t::try_from(len).map_err(io::Error::other)?;
+        // Allocated now, so that writing through the map cannot meet a full disk: that would
+        // raise SIGBUS in the decoder. Without room, the caller holds the window in memory.
+        // Safety: posix_fallocate takes an open descriptor and a range; nothing else.
+        match unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, size) } {
+            0 => {}
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+        // Safety: the file is this process's alone (it has no name, or lost it at once), and
+        // its blocks exist, so the shared map is ordinary memory backed by it: no other writer,
+        // no truncation, no fault for want of space.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(&file)? };
+        Ok(Box::new(SpillMap { map, _file: file }))
+    }
+}
+
+/// A [`TempSpill`] buffer.
+struct SpillMap {
+    map: memmap2::MmapMut,
+    _file: File,
+}
+
+impl rocpack_offload::ccob::SpillBuffer for SpillMap {
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    fn release(&mut self, below: usize) {
+        // Safety: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = below.min(self.map.len()) / page.max(1) * page;
+        if len > 0 {
+            // Safety: the map is shared with a file: MADV_DONTNEED only unmaps the pages, whose
+            // bytes stay in the page cache and the file, and the next access maps them again
+            // with the same contents.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len)
+            };
+        }
+    }
+}
+
 impl Deref for Mapped {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -484,6 +539,45 @@ fn zero_fill(addr: usize) -> bool {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A frame whose window does not fit decodes through the temporary file to the same bytes,
+    /// its pages leaving the resident set as they are read.
+    #[test]
+    fn a_large_window_decodes_through_a_temporary_file() {
+        use rocpack_offload::ccob::{self, CcobHeader, Method, Stream, WindowBudget};
+        static NONE: WindowBudget = WindowBudget::new(0);
+        // The buffer is made (else the stream would fall back to memory, unseen).
+        assert!(ccob::Spill::buffer(&TempSpill, 1 << 20).is_ok());
+        let mut data = vec![0u8; 40 << 20];
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for (i, b) in data.iter_mut().enumerate() {
+            if i % (1 << 20) == 0 {
+                x = x.wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(1);
+            }
+            // Every MiB repeats one of eight patterns: matches reach back up to 40 MiB.
+            *b = (x % 8) as u8 ^ (i % 251) as u8;
+        }
+        let blob = ccob::compress(&data, 3, Method::Zstd, 3).unwrap();
+        let h = CcobHeader::parse(&blob).unwrap();
+        let mut s = Stream::spilling(
+            h.method,
+            h.payload(&blob),
+            h.uncompressed_size,
+            Some(&TempSpill),
+            &NONE,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let mut piece = vec![0u8; 1 << 20];
+        loop {
+            let n = s.read_full(&mut piece).unwrap();
+            out.extend_from_slice(&piece[..n]);
+            if n < piece.len() {
+                break;
+            }
+        }
+        assert!(out == data, "decoded bytes differ");
+    }
 
     #[test]
     fn a_file_truncated_while_mapped_reads_as_zeros_and_is_reported() {

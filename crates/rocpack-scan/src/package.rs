@@ -600,6 +600,7 @@ fn inspect_options(opts: &ScanOptions) -> Options<'static> {
         max_decompressed: opts.max_decompressed,
         thin_loader: None,
         file: None,
+        spill: Some(&crate::map::TempSpill),
     }
 }
 
