@@ -167,6 +167,10 @@ pub struct Options<'a> {
     /// Where a compressed bundle whose zstd window does not fit in [`ccob::WINDOWS`] is decoded
     /// while its headers are read; without it, the window is held in memory.
     pub spill: Option<&'a dyn ccob::Spill>,
+    /// Also search the executable sections (host machine code) of ELF and PE files for
+    /// embedded GPU code. Off by default: no toolchain puts data there, and reading a large
+    /// library's code costs more than the rest of listing it (librocsparse's 45 MB of `.text`).
+    pub search_code: bool,
 }
 
 impl Default for Options<'_> {
@@ -178,6 +182,7 @@ impl Default for Options<'_> {
             thin_loader: None,
             file: None,
             spill: None,
+            search_code: false,
         }
     }
 }
@@ -906,7 +911,13 @@ impl Walker<'_, '_> {
         }
         // Code embedded anywhere else (images carry no symbol table to attribute it to).
         let read = self.read_ranges(id);
-        self.embedded(&image.embedded_ranges(), &read, &mut NoSymbols, id, place);
+        self.embedded(
+            &image.embedded_ranges(self.opts.search_code),
+            &read,
+            &mut NoSymbols,
+            id,
+            place,
+        );
         Ok(())
     }
 
@@ -919,7 +930,10 @@ impl Walker<'_, '_> {
             for (i, (start, end)) in merged_ranges(
                 &elf.segments
                     .iter()
-                    .filter(|p| p.p_type == elf::PT_LOAD && p.flags & elf::PF_X == 0)
+                    .filter(|p| {
+                        p.p_type == elf::PT_LOAD
+                            && (self.opts.search_code || p.flags & elf::PF_X == 0)
+                    })
                     .copied()
                     .collect::<Vec<_>>(),
             )
@@ -945,7 +959,7 @@ impl Walker<'_, '_> {
                     || s.name == b".hip_fatbin"
                     || s.name == b".llvm.offloading"
                     || s.name.starts_with(b"__CLANG_OFFLOAD_BUNDLE__")
-                    || toolchain_section(s)
+                    || toolchain_section(s, self.opts.search_code)
                 {
                     continue;
                 }
@@ -2140,8 +2154,9 @@ const SHF_EXECINSTR: u64 = 4;
 /// Data a library embeds (an array, an `.incbin`) lands in `.rodata`, `.data`,
 /// `.data.rel.ro`, `.lrodata` or a section of its own name, all of which are searched. Skipping
 /// `.text` alone keeps listing a 1.6 GB library within 20 % of its time without the search
-/// (bench/results/embedded-*.txt).
-fn toolchain_section(s: &elf::Section<'_>) -> bool {
+/// (bench/results/embedded-*.txt); with `search_code` (`--deep`), executable sections are
+/// searched too.
+fn toolchain_section(s: &elf::Section<'_>, search_code: bool) -> bool {
     const SKIP_NAMES: &[&[u8]] = &[
         b".eh_frame",
         b".eh_frame_hdr",
@@ -2170,7 +2185,7 @@ fn toolchain_section(s: &elf::Section<'_>) -> bool {
             | 0x6fff_fffd..=0x6fff_ffff // GNU symbol versions
     );
     by_type
-        || s.flags & SHF_EXECINSTR != 0
+        || (s.flags & SHF_EXECINSTR != 0 && !search_code)
         || SKIP_NAMES.contains(&s.name)
         || s.name.starts_with(b".debug")
         || s.name.starts_with(b".zdebug")

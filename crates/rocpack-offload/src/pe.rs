@@ -259,14 +259,14 @@ impl<'d> Pe<'d> {
     }
 
     /// The sections to search for embedded GPU code (`embedded.rs`): every section with bytes
-    /// in the file except executable code and the fat binary and wrapper sections (read
-    /// through the wrappers); addresses at the preferred image base.
-    pub fn embedded_ranges(&self) -> Vec<ScanRange<'d>> {
+    /// in the file except the fat binary and wrapper sections (read through the wrappers), and
+    /// except executable code unless `search_code`; addresses at the preferred image base.
+    pub fn embedded_ranges(&self, search_code: bool) -> Vec<ScanRange<'d>> {
         self.sections
             .iter()
             .filter(|s| {
                 s.file_size > 0
-                    && s.characteristics & SCN_MEM_EXECUTE == 0
+                    && (search_code || s.characteristics & SCN_MEM_EXECUTE == 0)
                     && !FATBIN_NAMES.contains(&s.name.as_bytes())
                     && !WRAPPER_NAMES.contains(&s.name.as_bytes())
             })
@@ -466,7 +466,7 @@ mod tests {
         let data = fixture("gfx1100.dll");
         let image = Pe::parse(&data).unwrap();
         assert!(image.pe32_plus && image.dll && image.machine == 0x8664);
-        let ranges = image.embedded_ranges();
+        let ranges = image.embedded_ranges(false);
         let names: Vec<&str> = ranges.iter().map(|r| r.name.as_str()).collect();
         // Not .text (code), .hipFatB and .hip_fat (read through the wrappers); .data has no
         // raw data (RawDataSize 0).

@@ -50,6 +50,9 @@ pub struct ScanOptions {
     pub open_packages: bool,
     /// Largest package member held in memory for inspection.
     pub max_member: u64,
+    /// Also search executable sections for embedded GPU code
+    /// ([`rocpack_offload::Options::search_code`]).
+    pub search_code: bool,
 }
 
 impl Default for ScanOptions {
@@ -62,6 +65,7 @@ impl Default for ScanOptions {
             include_data_files: false,
             open_packages: true,
             max_member: DEFAULT_MAX_MEMBER,
+            search_code: false,
         }
     }
 }
@@ -242,6 +246,7 @@ fn inspect_opened(
         thin_loader: Some(&loader),
         file: None,
         spill: Some(&map::TempSpill),
+        search_code: opts.search_code,
     };
     let whole = len <= READ_WHOLE;
     if whole || sink.is_none() {

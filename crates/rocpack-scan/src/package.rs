@@ -601,6 +601,7 @@ fn inspect_options(opts: &ScanOptions) -> Options<'static> {
         thin_loader: None,
         file: None,
         spill: Some(&crate::map::TempSpill),
+        search_code: opts.search_code,
     }
 }
 

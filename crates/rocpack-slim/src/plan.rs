@@ -302,6 +302,7 @@ pub fn plan(input: Input<'_>, op: Operation<'_>, limits: Limits) -> Result<FileP
         thin_loader: None,
         file: input.open_file().map(|f| f as &dyn rocpack_offload::ReadAt),
         spill: Some(&rocpack_scan::TempSpill),
+        search_code: false,
     };
     let inspection = rocpack_offload::inspect(data, &opts);
     if let Some(d) = inspection

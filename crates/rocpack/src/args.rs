@@ -41,6 +41,12 @@ pub struct Global {
     #[arg(long, global = true, value_name = "SIZE", default_value = "8G", value_parser = parse_size)]
     pub max_member: u64,
 
+    /// Also search executable sections (host machine code) of ELF and PE files for embedded GPU
+    /// code. No toolchain puts code objects there, and it is slower: reading librocsparse's
+    /// 45 MB of .text costs more than the rest of listing it.
+    #[arg(long, global = true)]
+    pub deep: bool,
+
     /// Do not print progress on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,

@@ -217,3 +217,42 @@ fn check_judges_module_loaded_code_and_says_so() {
     assert!(get_str(on("gfx1100"), "reason").contains("module-loaded code .rodata:bundle_blob"));
     assert_eq!(on("gfx90a:xnack+")["verdict"], "native");
 }
+
+/// Code in `.text` (tests/fixtures/src/embedded-text.S) is not searched by default, and the
+/// library reads as holding no GPU code; `--deep` finds it, named by its symbol, and `check`
+/// judges by it.
+#[test]
+fn code_in_an_executable_section_is_found_with_deep() {
+    let lib = fixtures_bin().join("libembedded-text.so");
+    let check = |deep: bool| {
+        let mut cmd = rocpack();
+        cmd.args([
+            "check",
+            "--json",
+            "--gpu",
+            "gfx90a:xnack+",
+            "--gpu",
+            "gfx1100",
+        ]);
+        if deep {
+            cmd.arg("--deep");
+        }
+        let out = output_of(cmd.arg(&lib));
+        let verdicts: Vec<Value> = json_lines(&String::from_utf8_lossy(&out.stdout))
+            .into_iter()
+            .filter(|r| r["type"] == "verdict")
+            .collect();
+        (out.status.code(), verdicts)
+    };
+    let (_, plain) = check(false);
+    assert!(plain.iter().all(|v| v["verdict"] != "native"), "{plain:?}");
+    let (code, deep) = check(true);
+    assert_eq!(code, Some(1), "{deep:?}");
+    let on = |t: &str| deep.iter().find(|v| v["target"] == t).unwrap();
+    assert_eq!(on("gfx90a:xnack+")["verdict"], "native", "{deep:?}");
+    assert_eq!(on("gfx1100")["verdict"], "none", "{deep:?}");
+    assert!(
+        get_str(on("gfx1100"), "reason").contains(".text:text_bundle_blob"),
+        "{deep:?}"
+    );
+}

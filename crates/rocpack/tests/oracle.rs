@@ -90,6 +90,7 @@ const KNOWN_KINDS: &[&str] = &[
     "pe",
     "pe-embedded",
     "embedded",
+    "embedded-code",
     "unclassified",
 ];
 
@@ -1137,6 +1138,18 @@ fn check_fixture(path: &Path, kind: &str) -> (Vec<Value>, Vec<Vec<u8>>) {
             describe(&cmd)
         );
         json_lines(&String::from_utf8(out.stdout).unwrap())
+    } else if kind == "embedded-code" {
+        // Code in an executable section: not searched by default, found with --deep.
+        assert!(
+            list_all(path, false).is_empty(),
+            "{file}: .text searched without --deep"
+        );
+        let mut cmd = rocpack();
+        cmd.args(["list", "--json", "--all-entries", "--deep"])
+            .arg(path);
+        let out = output_of(&mut cmd);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&cmd));
+        json_lines(&String::from_utf8(out.stdout).unwrap())
     } else {
         list_all(path, false)
     };
@@ -1272,12 +1285,13 @@ fn check_fixture(path: &Path, kind: &str) -> (Vec<Value>, Vec<Vec<u8>>) {
         // GPU code a library keeps in its own data (ELF .rodata/.data, PE .rdata): the oracle's
         // own census of the file finds each bundle, CCOB and bare AMDGPU code object; LLVM's
         // tools then read each one.
-        "embedded" | "pe-embedded" | "unclassified" => {
+        "embedded" | "embedded-code" | "pe-embedded" | "unclassified" => {
             embedded_bytes(&mut ctx, &file, &data, &rows, kind == "unclassified")
         }
         other => panic!("{file}: manifest kind {other:?} has no oracle; add one to oracle.rs"),
     };
-    if kind != "unclassified" {
+    // check_rows runs commands without --deep, which see no code in .text.
+    if kind != "unclassified" && kind != "embedded-code" {
         check_rows(&mut ctx, path, &rows, &bytes);
     }
     (rows, bytes)
@@ -1579,7 +1593,7 @@ fn bare_code_objects_match_llvm_readelf() {
 
 #[test]
 fn embedded_and_unclassified_code_match_llvm() {
-    check_kinds(&["embedded", "unclassified"]);
+    check_kinds(&["embedded", "embedded-code", "unclassified"]);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1884,8 +1898,12 @@ fn listing_the_whole_fixture_directory_is_clean() {
                         == Some(std::ffi::OsStr::new(f.name()))
                 })
                 .count();
-            if f.kind == "unclassified" {
-                assert_eq!(n, 0, "{}: rows for unclassified code", f.rel);
+            if f.kind == "unclassified" || f.kind == "embedded-code" {
+                assert_eq!(
+                    n, 0,
+                    "{}: rows for unclassified code or code in .text",
+                    f.rel
+                );
                 continue;
             }
             let mut one: Vec<std::ffi::OsString> = vec!["list".into(), "--json".into()];

@@ -167,6 +167,7 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
         decompress: true,
         max_decompressed: global.max_decompressed,
         max_member: global.max_member,
+        search_code: global.deep,
         ..ScanOptions::default()
     };
     let mut out = Out {

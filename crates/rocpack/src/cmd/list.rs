@@ -176,6 +176,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
         decompress: args.verify,
         max_decompressed: global.max_decompressed,
         max_member: global.max_member,
+        search_code: global.deep,
         ..ScanOptions::default()
     };
     let progress = Progress::new(global.quiet);

@@ -25,6 +25,7 @@ pub fn run(global: &Global, args: &ScanArgs) -> Result<Status> {
     let opts = ScanOptions {
         max_decompressed: global.max_decompressed,
         max_member: global.max_member,
+        search_code: global.deep,
         include_data_files: true,
         ..ScanOptions::default()
     };

@@ -49,6 +49,7 @@ pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
         decompress: true,
         max_decompressed: global.max_decompressed,
         max_member: global.max_member,
+        search_code: global.deep,
         ..ScanOptions::default()
     };
     let progress = Progress::new(global.quiet);

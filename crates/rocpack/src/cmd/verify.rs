@@ -36,6 +36,7 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
         scan: rocpack_scan::ScanOptions {
             max_decompressed: global.max_decompressed,
             max_member: global.max_member,
+            search_code: global.deep,
             ..rocpack_scan::ScanOptions::default()
         },
     };
