@@ -909,12 +909,16 @@ impl Walker<'_, '_> {
                 self.bundles_at(bytes, &starts, place.at(sid, s.file_offset), false);
             }
         }
-        // Code embedded anywhere else (images carry no symbol table to attribute it to).
+        // Code embedded anywhere else, named by the export that starts where it does.
         let read = self.read_ranges(id);
+        let mut symbols: Box<dyn SymbolLookup + '_> = match crate::pe::PeExports::new(&image) {
+            Some(e) => Box::new(e),
+            None => Box::new(NoSymbols),
+        };
         self.embedded(
             &image.embedded_ranges(self.opts.search_code),
             &read,
-            &mut NoSymbols,
+            symbols.as_mut(),
             id,
             place,
         );

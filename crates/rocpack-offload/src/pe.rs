@@ -121,6 +121,8 @@ pub struct Pe<'d> {
     by_rva: Vec<(u32, usize)>,
     /// The base relocation directory (RVA, size), when present.
     base_relocs: Option<(u32, u32)>,
+    /// Named exports that are addresses in the image (not forwarders): (RVA, name), by RVA.
+    pub exports: Vec<(u32, String)>,
 }
 
 /// How a wrapper's pointer was resolved.
@@ -220,6 +222,23 @@ impl<'d> Pe<'d> {
             .data_directory(pe::IMAGE_DIRECTORY_ENTRY_BASERELOC)
             .map(|d| d.address_range())
             .filter(|&(_, size)| size > 0);
+        // The export table is the one symbol table an image usually has. A damaged one names
+        // nothing (the rest of the image is still read); its counts are checked against the
+        // file by the object crate before anything is iterated.
+        let mut exports = Vec::new();
+        if let Ok(Some(t)) = f.export_table() {
+            for (pointer, index) in t.name_iter() {
+                if let (Ok(name), Ok(rva)) = (
+                    t.name_from_pointer(pointer),
+                    t.address_by_index(u32::from(index)),
+                ) {
+                    if !t.is_forward(rva) {
+                        exports.push((rva, lossless_string(name)));
+                    }
+                }
+            }
+        }
+        exports.sort_unstable();
         Ok(Pe {
             data,
             machine: header.machine.get(LE),
@@ -229,6 +248,7 @@ impl<'d> Pe<'d> {
             sections,
             by_rva,
             base_relocs,
+            exports,
         })
     }
 
@@ -400,6 +420,42 @@ impl<'d> Pe<'d> {
             });
         }
         out
+    }
+}
+
+/// Names embedded code in an image by its export table: an export whose address is where the
+/// code starts. Exports carry no size, so "covers" can only mean "starts at" here.
+pub struct PeExports<'p> {
+    exports: &'p [(u32, String)],
+    image_base: u64,
+}
+
+impl<'p> PeExports<'p> {
+    /// The exports of `image`, or `None` when it has none.
+    pub fn new(image: &'p Pe<'_>) -> Option<Self> {
+        (!image.exports.is_empty()).then_some(PeExports {
+            exports: &image.exports,
+            image_base: image.image_base,
+        })
+    }
+}
+
+impl crate::embedded::SymbolLookup for PeExports<'_> {
+    fn table(&self) -> Option<&str> {
+        Some("exports")
+    }
+
+    fn covering(&mut self, range: &ScanRange<'_>, offset: u64) -> Option<String> {
+        let rva = range
+            .vaddr?
+            .checked_add(offset)?
+            .checked_sub(self.image_base)?;
+        let rva = u32::try_from(rva).ok()?;
+        let at = self.exports.partition_point(|(r, _)| *r < rva);
+        self.exports
+            .get(at)
+            .filter(|(r, _)| *r == rva)
+            .map(|(_, name)| name.clone())
     }
 }
 

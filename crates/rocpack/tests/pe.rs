@@ -125,6 +125,58 @@ fn show_names_the_image_and_its_section() {
     assert_eq!(v["containers"][1]["name"], ".hip_fat");
 }
 
+/// Embedded code in an image is named by the export that starts where it does, as
+/// llvm-readobj-19 --coff-exports lists them; code no export starts at has no name.
+#[test]
+fn embedded_code_is_named_by_the_export_llvm_lists() {
+    let dll = pe("embedded.dll");
+    let exports = Command::new("llvm-readobj-19")
+        .arg("--coff-exports")
+        .arg(&dll)
+        .output()
+        .unwrap();
+    let listing = text(&exports.stdout);
+    // Export { Ordinal: 1  Name: bundle_blob  RVA: 0x2000 }
+    let mut named = Vec::new();
+    let mut name = None;
+    for line in listing.lines().map(str::trim) {
+        if let Some(n) = line.strip_prefix("Name: ") {
+            name = Some(n.to_owned());
+        } else if let Some(rva) = line.strip_prefix("RVA: 0x") {
+            named.push((u64::from_str_radix(rva, 16).unwrap(), name.take().unwrap()));
+        }
+    }
+    assert_eq!(named.len(), 1, "{listing}");
+    let out = run(&["show".as_ref(), "--json".as_ref(), dll.as_os_str()]);
+    let v = &json_lines(&text(&out.stdout))[0];
+    let headers = Command::new("llvm-readobj-19")
+        .arg("--file-headers")
+        .arg(&dll)
+        .output()
+        .unwrap();
+    let image_base = text(&headers.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ImageBase: 0x"))
+        .map(|h| u64::from_str_radix(h, 16).unwrap())
+        .expect("llvm-readobj-19 prints ImageBase");
+    let embedded: Vec<&Value> = v["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "embedded")
+        .collect();
+    assert_eq!(embedded.len(), 2, "{v}");
+    for c in embedded {
+        assert_eq!(c["symbol_table"], "exports", "{c}");
+        let rva = c["vaddr"].as_u64().unwrap() - image_base;
+        let want = named
+            .iter()
+            .find(|(r, _)| *r == rva)
+            .map(|(_, n)| n.as_str());
+        assert_eq!(c["symbol"].as_str(), want, "{c}");
+    }
+}
+
 #[test]
 fn extract_writes_each_code_object_of_a_dll() {
     let tmp = tempdir();
