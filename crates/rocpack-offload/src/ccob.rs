@@ -266,6 +266,9 @@ pub trait SpillBuffer {
     /// Gives back the memory of `..below`; its bytes must read the same afterwards (a file's
     /// pages are dropped from memory and read again from the file when touched).
     fn release(&mut self, below: usize);
+    /// Where the buffer could not be written (its file found no space), if it could not: the
+    /// bytes from there on are not the decoder's, and decoding must stop.
+    fn fault(&self) -> Option<u64>;
 }
 
 /// A frame being decoded into a [`SpillBuffer`] (`ZSTD_d_stableOutBuffer`: the decoder keeps no
@@ -339,13 +342,17 @@ impl<R: BufRead> ZstdFrame<R> {
         use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
         // The decoder's buffer is the window, but never more than the output (zstd's
         // ZSTD_decodingBufferSize_min); `limit` is the declared output size.
-        let window = frame_window(input.fill_buf()?).map_or(limit, |w| w.min(limit));
+        let head = frame_window(input.fill_buf()?);
+        let window = head.map_or(limit, |w| w.min(limit));
         let mut reserved = 0;
         let mut spilled = None;
         if window > WINDOW_UNCOUNTED {
             if budget.take(window) {
                 reserved = window;
-            } else if let Some(spill) = spill {
+            } else if let (Some(spill), Some(_)) = (spill, head) {
+                // Only a real frame header is spilled for (anything else fails at its first
+                // bytes); the file is sparse, so `limit`, a size the header claims, costs
+                // nothing until output is written.
                 // The buffer must hold the whole frame; a frame longer than declared fails
                 // with "Destination buffer is too small".
                 if let Ok(len) = usize::try_from(limit) {
@@ -419,6 +426,12 @@ impl<R: BufRead> ZstdFrame<R> {
                 .decompress_stream(&mut dst, &mut src)
                 .map_err(zstd_error)?;
             sp.produced = dst.pos();
+            if let Some(at) = sp.buffer.fault() {
+                return Err(std::io::Error::other(format!(
+                    "the temporary file holding the decoded bundle could not be written at \
+                     {at} bytes (no space in $TMPDIR?)"
+                )));
+            }
             let read = src.pos();
             self.input.consume(read);
             if hint == 0 {
@@ -913,6 +926,9 @@ mod tests {
         fn release(&mut self, below: usize) {
             self.1
                 .fetch_max(below, std::sync::atomic::Ordering::Relaxed);
+        }
+        fn fault(&self) -> Option<u64> {
+            None
         }
     }
 

@@ -269,7 +269,7 @@ impl Mapped {
         // are just more untrusted input, which every parser handles.
         // The length is given so that memmap2 does not ask the kernel for it a second time.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
-        let slot = register(map.as_ptr() as usize, len)?;
+        let slot = register(map.as_ptr() as usize, len, false)?;
         let _ = map.advise(advice);
         Ok(Mapped {
             map: Some(map),
@@ -309,36 +309,52 @@ impl Mapped {
 
 /// Where a zstd frame whose window does not fit in memory is decoded
 /// ([`rocpack_offload::ccob::Spill`]): an unnamed temporary file in `$TMPDIR` (`O_TMPFILE`, or
-/// unlinked at once), its blocks allocated up front and mapped shared. The decoder writes the
-/// frame's output into the map and reads its matches back from it; the pages the reader is done
-/// with are dropped from this process's resident set, and come back from the page cache or the
-/// file if a match reaches them again. The file goes when the buffer is dropped.
+/// unlinked at once), sparse and mapped shared. The decoder writes the frame's output into the
+/// map and reads its matches back from it; the pages the reader is done with are dropped from
+/// this process's resident set, and come back from the page cache or the file if a match
+/// reaches them again. The file takes only the space of the output written (nothing is
+/// allocated for the size a header claims), and goes when the buffer is dropped.
+///
+/// A write that finds `$TMPDIR` full raises `SIGBUS`: the map is entered in the same registry
+/// as [`Mapped`], so the handler maps writable zero pages over the rest of it and records where,
+/// and the decoder's next step fails with an error naming the temporary file's limit.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TempSpill;
 
 impl rocpack_offload::ccob::Spill for TempSpill {
     fn buffer(&self, len: usize) -> io::Result<Box<dyn rocpack_offload::ccob::SpillBuffer>> {
-        let file = tempfile::tempfile()?;
-        let size = libc::off_t::try_from(len).map_err(io::Error::other)?;
-        // Allocated now, so that writing through the map cannot meet a full disk: that would
-        // raise SIGBUS in the decoder. Without room, the caller holds the window in memory.
-        // Safety: posix_fallocate takes an open descriptor and a range; nothing else.
-        match unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, size) } {
-            0 => {}
-            e => return Err(io::Error::from_raw_os_error(e)),
+        if len == 0 {
+            return Err(io::Error::other("an empty spill buffer"));
         }
-        // Safety: the file is this process's alone (it has no name, or lost it at once), and
-        // its blocks exist, so the shared map is ordinary memory backed by it: no other writer,
-        // no truncation, no fault for want of space.
-        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(&file)? };
-        Ok(Box::new(SpillMap { map, _file: file }))
+        let file = tempfile::tempfile()?;
+        file.set_len(u64::try_from(len).map_err(io::Error::other)?)?;
+        Ok(Box::new(SpillMap::new(file, len)?))
     }
 }
 
 /// A [`TempSpill`] buffer.
 struct SpillMap {
     map: memmap2::MmapMut,
+    slot: &'static Slot,
     _file: File,
+}
+
+impl SpillMap {
+    /// Maps the first `len` bytes of `file`, this process's alone, shared and writable.
+    fn new(file: File, len: usize) -> io::Result<Self> {
+        install_handler();
+        // Safety: the file is this process's alone (it has no name, or lost it at once), so no
+        // other writer or truncation can change it under the map; a fault for want of space
+        // is answered by the SIGBUS handler once the map is registered below, before the
+        // decoder touches it.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(&file)? };
+        let slot = register(map.as_ptr() as usize, len, true)?;
+        Ok(SpillMap {
+            map,
+            slot,
+            _file: file,
+        })
+    }
 }
 
 impl rocpack_offload::ccob::SpillBuffer for SpillMap {
@@ -350,15 +366,28 @@ impl rocpack_offload::ccob::SpillBuffer for SpillMap {
         // Safety: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = below.min(self.map.len()) / page.max(1) * page;
-        if len > 0 {
+        if len > 0 && self.fault().is_none() {
             // Safety: the map is shared with a file: MADV_DONTNEED only unmaps the pages, whose
             // bytes stay in the page cache and the file, and the next access maps them again
-            // with the same contents.
+            // with the same contents. (After a fault the rest is anonymous memory, whose pages
+            // this would zero: it is not released then.)
             let _ = unsafe {
                 self.map
                     .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len)
             };
         }
+    }
+
+    fn fault(&self) -> Option<u64> {
+        let fault = self.slot.fault.load(Ordering::Acquire);
+        (fault != NO_FAULT).then_some(fault as u64)
+    }
+}
+
+impl Drop for SpillMap {
+    fn drop(&mut self) {
+        // Leave the registry before the map is unmapped (fields drop after this).
+        self.slot.state.store(FREE, Ordering::Release);
     }
 }
 
@@ -392,6 +421,8 @@ struct Slot {
     start: AtomicUsize,
     len: AtomicUsize,
     fault: AtomicUsize,
+    /// A spill map, written through: its zero pages must be writable too.
+    writable: std::sync::atomic::AtomicBool,
 }
 
 static REGISTRY: [Slot; SLOTS] = [const {
@@ -400,10 +431,11 @@ static REGISTRY: [Slot; SLOTS] = [const {
         start: AtomicUsize::new(0),
         len: AtomicUsize::new(0),
         fault: AtomicUsize::new(NO_FAULT),
+        writable: std::sync::atomic::AtomicBool::new(false),
     }
 }; SLOTS];
 
-fn register(start: usize, len: usize) -> io::Result<&'static Slot> {
+fn register(start: usize, len: usize, writable: bool) -> io::Result<&'static Slot> {
     if start.checked_add(len).is_none() {
         return Err(io::Error::other("mapping wraps the address space"));
     }
@@ -416,6 +448,7 @@ fn register(start: usize, len: usize) -> io::Result<&'static Slot> {
             slot.start.store(start, Ordering::Relaxed);
             slot.len.store(len, Ordering::Relaxed);
             slot.fault.store(NO_FAULT, Ordering::Relaxed);
+            slot.writable.store(writable, Ordering::Relaxed);
             slot.state.store(LIVE, Ordering::Release);
             return Ok(slot);
         }
@@ -509,15 +542,21 @@ fn zero_fill(addr: usize) -> bool {
         let first = addr & !(page - 1);
         // `start + len` was checked at registration; the kernel maps whole pages.
         let end = (start + len).div_ceil(page).saturating_mul(page);
-        // Safety: [first, end) lies within the live read-only map of this slot (mmap returns
+        let prot = if slot.writable.load(Ordering::Relaxed) {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // Safety: [first, end) lies within the live map of this slot (mmap returns
         // page-aligned addresses and maps whole pages); replacing those pages with anonymous
-        // zero pages keeps the range mapped, readable and owned by the same `Mapped`, whose
-        // drop unmaps the whole range. mmap is a plain system call, safe in a signal handler.
+        // zero pages keeps the range mapped, accessible as before and owned by the same
+        // `Mapped` or spill buffer, whose drop unmaps the whole range. mmap is a plain system
+        // call, safe in a signal handler.
         let r = unsafe {
             libc::mmap(
                 first as *mut libc::c_void,
                 end - first,
-                libc::PROT_READ,
+                prot,
                 libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
@@ -539,6 +578,25 @@ fn zero_fill(addr: usize) -> bool {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A spill file that cannot take a write (here: cut short under the map, as a full disk
+    /// would refuse the page) raises SIGBUS; the handler maps writable zero pages in its place,
+    /// the write lands, and the buffer reports where it failed.
+    #[test]
+    fn a_spill_file_that_cannot_be_written_is_reported_not_fatal() {
+        use rocpack_offload::ccob::SpillBuffer;
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(1 << 20).unwrap();
+        let cut = file.try_clone().unwrap();
+        let mut buf = SpillMap::new(file, 1 << 20).unwrap();
+        buf.bytes()[100] = 7;
+        assert_eq!(buf.fault(), None);
+        cut.set_len(8192).unwrap();
+        buf.bytes()[512 << 10] = 9;
+        assert_eq!(buf.bytes()[512 << 10], 9);
+        assert_eq!(buf.fault(), Some(512 << 10));
+        assert_eq!(buf.bytes()[100], 7);
+    }
 
     /// A frame whose window does not fit decodes through the temporary file to the same bytes,
     /// its pages leaving the resident set as they are read.
