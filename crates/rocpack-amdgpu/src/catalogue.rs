@@ -218,6 +218,9 @@ impl From<toml::de::Error> for CatalogueError {
 struct RawCatalogue {
     sources: BTreeMap<String, String>,
     gpu: Vec<RawGpu>,
+    /// The r600-family mach values: read by the build script only (`MACH_TABLE`).
+    #[serde(default, rename = "r600")]
+    _r600: serde::de::IgnoredAny,
 }
 
 #[derive(Deserialize)]
@@ -234,6 +237,12 @@ struct RawGpu {
     matrix: Option<Matrix>,
     xnack: bool,
     sramecc: bool,
+    /// Read by the build script only (`ROCR_ISAS`).
+    #[serde(default, rename = "rocr_isa")]
+    _rocr_isa: serde::de::IgnoredAny,
+    /// Read by the build script only (`RUNTIME_GENERIC`).
+    #[serde(default, rename = "runtime_generic")]
+    _runtime_generic: serde::de::IgnoredAny,
     generic: Option<String>,
     generic_version: Option<u32>,
     #[serde(default)]

@@ -331,38 +331,11 @@ pub fn parse_override(s: &str) -> Result<GfxVersion, OverrideError> {
     })
 }
 
-/// Processors ROCr registers in its ISA registry (`core/runtime/isa.cpp`,
-/// `IsaRegistry::GetSupportedIsas`): the union of ROCm/rocm-systems @ 4ae93cae and @ aa4a8618
-/// (gfx1250, gfx1251) and the older ROCm/ROCR-Runtime registry that still had gfx940 and gfx941.
-/// An override naming anything else makes ROCr drop the GPU.
-const ROCR_ISAS: &[&str] = &[
-    "gfx700", "gfx701", "gfx702", "gfx801", "gfx802", "gfx803", "gfx805", "gfx810", "gfx900",
-    "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx940", "gfx941",
-    "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx1030", "gfx1031",
-    "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx1100", "gfx1101", "gfx1102",
-    "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx1200", "gfx1201", "gfx1250",
-    "gfx1251",
-];
-
-/// The HIP runtime's processor → generic map (clr `hip_fatbin.cpp` `TargetGenericMap`,
-/// ROCm/rocm-systems @ 02ba0621, plus gfx1250/gfx1251 from rocm-systems PR #9741). Narrower
-/// than LLVM's [`mach::GENERIC_MEMBERS`]: no gfx940, gfx941, gfx1154, gfx1170–gfx1172, gfx1310.
-#[rustfmt::skip]
-const RUNTIME_GENERIC: &[(&str, &str)] = &[
-    ("gfx900", "gfx9-generic"), ("gfx902", "gfx9-generic"), ("gfx904", "gfx9-generic"),
-    ("gfx906", "gfx9-generic"), ("gfx909", "gfx9-generic"), ("gfx90c", "gfx9-generic"),
-    ("gfx942", "gfx9-4-generic"), ("gfx950", "gfx9-4-generic"),
-    ("gfx1010", "gfx10-1-generic"), ("gfx1011", "gfx10-1-generic"),
-    ("gfx1012", "gfx10-1-generic"), ("gfx1013", "gfx10-1-generic"),
-    ("gfx1030", "gfx10-3-generic"), ("gfx1031", "gfx10-3-generic"), ("gfx1032", "gfx10-3-generic"),
-    ("gfx1033", "gfx10-3-generic"), ("gfx1034", "gfx10-3-generic"), ("gfx1035", "gfx10-3-generic"),
-    ("gfx1036", "gfx10-3-generic"),
-    ("gfx1100", "gfx11-generic"), ("gfx1101", "gfx11-generic"), ("gfx1102", "gfx11-generic"),
-    ("gfx1103", "gfx11-generic"), ("gfx1150", "gfx11-generic"), ("gfx1151", "gfx11-generic"),
-    ("gfx1152", "gfx11-generic"), ("gfx1153", "gfx11-generic"),
-    ("gfx1200", "gfx12-generic"), ("gfx1201", "gfx12-generic"),
-    ("gfx1250", "gfx12-5-generic"), ("gfx1251", "gfx12-5-generic"),
-];
+// ROCR_ISAS (processors ROCr registers an ISA for; an override naming anything else makes ROCr
+// drop the GPU) and RUNTIME_GENERIC (the HIP runtime's processor → generic map, narrower than
+// LLVM's [`mach::GENERIC_MEMBERS`]) are derived from data/gpus.toml (`rocr_isa`,
+// `runtime_generic`) by build.rs.
+use crate::mach_table::{ROCR_ISAS, RUNTIME_GENERIC};
 
 /// ROCr's minimum generic version, the same for every generic target
 /// (`IsaRegistry::GetSupportedGenericVersions`).

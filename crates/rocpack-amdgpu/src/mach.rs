@@ -1,6 +1,6 @@
 //! Lookups in the EF_AMDGPU_MACH table.
 
-pub use crate::mach_table::{GENERIC_MEMBERS, MACH_TABLE, MachInfo};
+pub use crate::mach_table::{APU_PROCESSORS, GENERIC_MEMBERS, MACH_TABLE, MachInfo};
 
 /// The processor with this `e_flags & 0xff` value, if the value is assigned.
 pub fn by_value(mach: u8) -> Option<&'static MachInfo> {

@@ -177,14 +177,10 @@ pub enum Kind {
     Unknown,
 }
 
-/// Processors LLVM's AMDGPUUsage processor table lists as APUs (llvm/llvm-project
-/// `llvm/docs/AMDGPUUsage.rst` @ 001388cf6923b54a564faf4f2daf66c1a3ab3527, "Type" column).
-/// Every other processor there is a dGPU, except that gfx940 and gfx942 also exist as the MI300A
-/// APU.
-const APU_PROCESSORS: &[&str] = &[
-    "gfx700", "gfx703", "gfx705", "gfx801", "gfx810", "gfx902", "gfx909", "gfx90c", "gfx1013",
-    "gfx1033", "gfx1035", "gfx1036", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1210",
-];
+/// Processors built only as APUs: `kind = "APU"` in rocpack's GPU catalogue (LLVM's
+/// AMDGPUUsage processor table, "Type" column). Every other processor there is a dGPU, except
+/// that gfx940 and gfx942 also exist as the MI300A APU.
+use rocpack_amdgpu::mach::APU_PROCESSORS;
 
 /// Whether the current process may open the device files ROCm needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
