@@ -506,10 +506,14 @@ const MAX_HIPCC_BYTES: usize = 64 << 20;
 /// `HIPCC_DEFAULT_HIP_CLANG_PATH`, or a Perl script): the whole NUL-, quote- or space-delimited
 /// string around each `llvm-` that is followed by digits and `/bin`.
 fn embedded_clang_dirs(hipcc: &Path) -> Vec<String> {
-    let Ok(map) = rocpack_scan::Mapped::open(hipcc) else {
-        return Vec::new();
-    };
-    let data = map.get(..map.len().min(MAX_HIPCC_BYTES)).unwrap_or(&[]);
+    // A file cut short while it is read gives no directories rather than zeros read as bytes.
+    rocpack_scan::Mapped::with_file(hipcc, |map| {
+        clang_dirs_in(map.get(..map.len().min(MAX_HIPCC_BYTES)).unwrap_or(&[]))
+    })
+    .unwrap_or_default()
+}
+
+fn clang_dirs_in(data: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     for at in memchr::memmem::find_iter(data, b"llvm-") {
         let is_path_byte = |b: &u8| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b';');
@@ -639,8 +643,15 @@ fn parse_version(s: &str) -> Option<ClangVersion> {
 /// driver statically often carry it) and "clang -cc1 version X.Y.Z" (a literal in
 /// `clang/lib/Frontend`, present in every libclang-cpp; Debian's 21.1.8 has it).
 fn scan_version(path: &Path) -> Option<ClangVersion> {
-    let map = rocpack_scan::Mapped::open(path).ok()?;
-    let data = map.get(..map.len().min(MAX_SCAN_BYTES))?;
+    // A file cut short while it is read gives no version rather than zeros read as bytes.
+    rocpack_scan::Mapped::with_file(path, |map| {
+        version_in(map.get(..map.len().min(MAX_SCAN_BYTES))?)
+    })
+    .ok()
+    .flatten()
+}
+
+fn version_in(data: &[u8]) -> Option<ClangVersion> {
     for needle in [&b"clang version "[..], b"clang -cc1 version "] {
         for at in memchr::memmem::find_iter(data, needle) {
             let tail = data.get(at + needle.len()..)?;
