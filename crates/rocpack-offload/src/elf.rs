@@ -25,7 +25,11 @@ pub const PT_DYNAMIC: u32 = 2;
 pub const PF_X: u32 = 1;
 pub const PF_W: u32 = 2;
 const DT_NULL: u64 = 0;
+const DT_HASH: u64 = 4;
+const DT_STRTAB: u64 = 5;
 const DT_SYMTAB: u64 = 6;
+const DT_STRSZ: u64 = 10;
+const DT_GNU_HASH: u64 = 0x6fff_fef5;
 const DT_RELA: u64 = 7;
 const DT_RELASZ: u64 = 8;
 const DT_RELRSZ: u64 = 35;
@@ -302,6 +306,67 @@ impl<'a> Elf<'a> {
             }
         });
         (rela, relr)
+    }
+
+    /// The value of dynamic tag `tag`, if the dynamic section has it.
+    fn dynamic_value(&self, tag: u64) -> Option<u64> {
+        self.dynamic
+            .iter()
+            .find(|(t, _)| *t == tag)
+            .map(|(_, v)| *v)
+    }
+
+    /// The dynamic symbol table found through the dynamic section, as the loader finds it when
+    /// there are no section headers: DT_SYMTAB and DT_STRTAB/DT_STRSZ, with the symbol count
+    /// from DT_HASH's `nchain`, else from walking DT_GNU_HASH's chains (the highest symbol any
+    /// bucket reaches). Returns the table's bytes (24 per symbol, cut to the file) and the
+    /// string table's.
+    pub fn dynamic_symbol_table(&self) -> Option<(&'a [u8], &'a [u8])> {
+        let at = |tag| {
+            self.dynamic_value(tag)
+                .and_then(|v| self.vaddr_to_offset(v))
+        };
+        let symtab = at(DT_SYMTAB)?;
+        let strtab = at(DT_STRTAB)?;
+        let strings = self
+            .data
+            .read_at_most(strtab, self.dynamic_value(DT_STRSZ)?);
+        let count = if let Some(hash) = at(DT_HASH) {
+            u64::from(self.data.u32(hash.checked_add(4)?).ok()?)
+        } else {
+            self.gnu_hash_count(at(DT_GNU_HASH)?)?
+        };
+        let table = self.data.read_at_most(symtab, count.checked_mul(24)?);
+        Some((table, strings))
+    }
+
+    /// Symbols counted by a DT_GNU_HASH table at `off`: one past the last index a chain ends at.
+    fn gnu_hash_count(&self, off: u64) -> Option<u64> {
+        let b = self.data;
+        let nbuckets = u64::from(b.u32(off).ok()?);
+        let symoffset = u64::from(b.u32(off.checked_add(4)?).ok()?);
+        let bloom = u64::from(b.u32(off.checked_add(8)?).ok()?);
+        let buckets = off.checked_add(16)?.checked_add(bloom.checked_mul(8)?)?;
+        let chains = buckets.checked_add(nbuckets.checked_mul(4)?)?;
+        // Every bucket is read from the file: a count the file merely claims allocates nothing.
+        let mut last = None;
+        for i in 0..nbuckets {
+            let v = u64::from(b.u32(buckets.checked_add(i * 4)?).ok()?);
+            last = last.max((v >= symoffset).then_some(v));
+        }
+        let Some(mut index) = last else {
+            return Some(symoffset);
+        };
+        // Walk the last chain to its end (its entry with the low bit set).
+        loop {
+            let entry = b
+                .u32(chains.checked_add(index.checked_sub(symoffset)?.checked_mul(4)?)?)
+                .ok()?;
+            index += 1;
+            if entry & 1 == 1 {
+                return Some(index);
+            }
+        }
     }
 
     /// Symbol `index` of the dynamic symbol table (DT_SYMTAB).

@@ -2199,16 +2199,36 @@ const STT_FILE: u8 = 4;
 
 /// The symbols of `.symtab` (else `.dynsym`) that have a size, read on first need: which one
 /// covers embedded code.
-struct ElfSymbols<'e, 'a> {
-    elf: &'e Elf<'a>,
-    table: &'e elf::Section<'a>,
+struct ElfSymbols<'a> {
+    /// The symbol table's bytes (24 per symbol) and its string table's.
+    table: &'a [u8],
+    strings: &'a [u8],
     name: String,
+    /// Symbols are matched by address alone (a file without section headers, whose symbols
+    /// name sections that cannot be read); else by section index and address.
+    by_address: bool,
+    /// Section addresses by index, for turning a range offset into an address.
+    section_addrs: Vec<u64>,
     /// (section index, st_value, st_size, st_name), sorted; read on first lookup.
     sorted: Option<Vec<(u16, u64, u64, u32)>>,
 }
 
-impl<'e, 'a> ElfSymbols<'e, 'a> {
-    fn new(elf: &'e Elf<'a>) -> Option<Self> {
+impl<'a> ElfSymbols<'a> {
+    /// `.symtab`, else `.dynsym`; without section headers, the dynamic symbol table the
+    /// dynamic section points to.
+    fn new(elf: &Elf<'a>) -> Option<Self> {
+        let section_addrs = elf.sections.iter().map(|s| s.addr).collect();
+        if elf.sections.is_empty() {
+            let (table, strings) = elf.dynamic_symbol_table()?;
+            return (!table.is_empty()).then(|| ElfSymbols {
+                table,
+                strings,
+                name: ".dynsym".into(),
+                by_address: true,
+                section_addrs,
+                sorted: None,
+            });
+        }
         let table = elf
             .sections
             .iter()
@@ -2218,16 +2238,23 @@ impl<'e, 'a> ElfSymbols<'e, 'a> {
                     .iter()
                     .find(|s| s.sh_type == elf::SHT_DYNSYM && s.size > 0)
             })?;
+        let strings = elf
+            .sections
+            .get(table.link as usize)
+            .and_then(|st| elf.section_data(st).ok())
+            .unwrap_or_default();
         Some(ElfSymbols {
-            elf,
-            table,
+            table: elf.section_data(table).unwrap_or_default(),
+            strings,
             name: lossless_string(table.name),
+            by_address: false,
+            section_addrs,
             sorted: None,
         })
     }
 
     fn read(&self) -> Vec<(u16, u64, u64, u32)> {
-        let data = Bytes::new(self.elf.section_data(self.table).unwrap_or_default());
+        let data = Bytes::new(self.table);
         let mut out = Vec::new();
         for i in 0..data.len() / 24 {
             let Ok(s) = data.sub(i * 24, 24) else { break };
@@ -2237,24 +2264,28 @@ impl<'e, 'a> ElfSymbols<'e, 'a> {
             if size == 0 || shndx == 0 || info == STT_SECTION || info == STT_FILE {
                 continue;
             }
-            out.push((shndx, s.u64(8).unwrap_or(0), size, s.u32(0).unwrap_or(0)));
+            let key = if self.by_address { 0 } else { shndx };
+            out.push((key, s.u64(8).unwrap_or(0), size, s.u32(0).unwrap_or(0)));
         }
         out.sort_unstable();
         out
     }
 }
 
-impl SymbolLookup for ElfSymbols<'_, '_> {
+impl SymbolLookup for ElfSymbols<'_> {
     fn table(&self) -> Option<&str> {
         Some(&self.name)
     }
 
     fn covering(&mut self, range: &ScanRange<'_>, offset: u64) -> Option<String> {
-        let section = self.elf.sections.get(range.index)?;
         // Symbol values are addresses in linked files and section offsets in objects (whose
         // section addresses are 0).
-        let addr = section.addr.checked_add(offset)?;
-        let shndx = u16::try_from(range.index).ok()?;
+        let (shndx, addr) = if self.by_address {
+            (0, range.vaddr?.checked_add(offset)?)
+        } else {
+            let base = *self.section_addrs.get(range.index)?;
+            (u16::try_from(range.index).ok()?, base.checked_add(offset)?)
+        };
         if self.sorted.is_none() {
             self.sorted = Some(self.read());
         }
@@ -2268,9 +2299,7 @@ impl SymbolLookup for ElfSymbols<'_, '_> {
             .take_while(|&&(sh, _, _, _)| sh == shndx)
             .take(256)
             .find(|&&(_, v, size, _)| addr - v < size)?;
-        let strtab = self.elf.sections.get(self.table.link as usize)?;
-        let strings = Bytes::new(self.elf.section_data(strtab).ok()?);
-        let tail = strings.tail(u64::from(name)).ok()?;
+        let tail = Bytes::new(self.strings).tail(u64::from(name)).ok()?;
         let end = tail.iter().position(|&c| c == 0)?;
         Some(lossless_string(tail.get(..end)?))
     }

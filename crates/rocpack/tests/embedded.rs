@@ -256,3 +256,49 @@ fn code_in_an_executable_section_is_found_with_deep() {
         "{deep:?}"
     );
 }
+
+/// A library without section headers (cut by a tool such as sstrip) is searched segment by
+/// segment; embedded code is named through the dynamic symbol table the dynamic section points
+/// to, as GNU readelf -D -s reads it from the same place (llvm-readelf-19 lists no dynamic symbols
+/// without section headers when the file has DT_GNU_HASH but no DT_HASH).
+#[test]
+fn without_section_headers_code_is_named_through_the_dynamic_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libembedded-noshdr.so");
+    let mut bytes = std::fs::read(fixtures_bin().join("libembedded.so")).unwrap();
+    bytes[0x28..0x30].fill(0); // e_shoff
+    bytes[0x3c..0x40].fill(0); // e_shnum, e_shstrndx
+    std::fs::write(&lib, &bytes).unwrap();
+    let out = std::process::Command::new("readelf")
+        .args(["-W", "-D", "-s"])
+        .arg(&lib)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    //    Num:    Value          Size Type    Bind   Vis      Ndx Name
+    //      1: 0000000000001000 19120 OBJECT  GLOBAL DEFAULT    5 bundle_blob
+    let (value, size) = listing
+        .lines()
+        .find(|l| l.trim_end().ends_with(" bundle_blob"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                u64::from_str_radix(f[1], 16).unwrap(),
+                f[2].parse::<u64>().unwrap(),
+            )
+        })
+        .unwrap_or_else(|| panic!("readelf -D -s lists no bundle_blob:\n{listing}"));
+    let v = show(&lib);
+    let embedded = embedded_containers(&v);
+    assert_eq!(embedded.len(), 3, "{v}");
+    for c in embedded {
+        assert_eq!(c["section"], "PT_LOAD", "{c}");
+        assert_eq!(c["symbol_table"], ".dynsym", "{c}");
+        let at = get_u64(c, "vaddr");
+        if (value..value + size).contains(&at) {
+            assert_eq!(c["symbol"], "bundle_blob", "{c}");
+        } else {
+            assert!(c["symbol"].is_null(), "{c}");
+        }
+    }
+}
