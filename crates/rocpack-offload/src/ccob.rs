@@ -210,32 +210,72 @@ const CONTEXTS_KEPT: usize = 4;
 const CONTEXT_KEPT_BYTES: usize = 4 << 20;
 
 /// Memory for zstd windows, shared by every thread: a frame whose window is larger than
-/// [`WINDOW_UNCOUNTED`] takes its size from here while it is decoded.
+/// [`WINDOW_UNCOUNTED`] takes its size from here while it is decoded. A thread whose window does
+/// not fit in what is left waits for other threads' frames to finish; only a window larger than
+/// the whole budget, or one needed while the thread already holds one (a compressed bundle
+/// inside a compressed bundle, whose wait could never end), is not given.
 #[derive(Debug)]
 pub struct WindowBudget {
-    free: std::sync::atomic::AtomicU64,
+    total: u64,
+    free: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+thread_local! {
+    /// Windows this thread holds from any budget.
+    static HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 impl WindowBudget {
     /// A budget of `bytes`.
     pub const fn new(bytes: u64) -> Self {
         WindowBudget {
-            free: std::sync::atomic::AtomicU64::new(bytes),
+            total: bytes,
+            free: std::sync::Mutex::new(bytes),
+            freed: std::sync::Condvar::new(),
         }
     }
 
+    /// Takes `bytes`, waiting while other threads hold too much; `false` when it cannot be
+    /// given (see the type).
     fn take(&self, bytes: u64) -> bool {
-        use std::sync::atomic::Ordering;
-        self.free
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |free| {
-                free.checked_sub(bytes)
-            })
-            .is_ok()
+        if bytes > self.total || HELD.with(std::cell::Cell::get) > 0 {
+            return false;
+        }
+        let mut free = self
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *free < bytes {
+            free = self
+                .freed
+                .wait(free)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *free -= bytes;
+        HELD.with(|h| h.set(h.get() + 1));
+        true
     }
 
     fn give(&self, bytes: u64) {
-        self.free
-            .fetch_add(bytes, std::sync::atomic::Ordering::AcqRel);
+        if bytes == 0 {
+            return;
+        }
+        let mut free = self
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *free += bytes;
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
+        self.freed.notify_all();
+    }
+
+    /// Bytes not taken now.
+    pub fn free(&self) -> u64 {
+        *self
+            .free
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -283,6 +323,9 @@ struct Spilled {
     released: usize,
 }
 
+/// Compressed bytes given to a spilling decoder at a time (see `read_spilled`).
+const SPILL_FEED: usize = 4 << 10;
+
 /// Release the delivered output each time this much more of it has been read.
 const RELEASE_EVERY: usize = 8 << 20;
 
@@ -329,7 +372,7 @@ struct ZstdFrame<R> {
     spilled: Option<Spilled>,
     /// Bytes taken from `budget`, given back on drop.
     reserved: u64,
-    budget: &'static WindowBudget,
+    budget: Option<&'static WindowBudget>,
 }
 
 impl<R: BufRead> ZstdFrame<R> {
@@ -337,24 +380,25 @@ impl<R: BufRead> ZstdFrame<R> {
         mut input: R,
         limit: u64,
         spill: Option<&dyn Spill>,
-        budget: &'static WindowBudget,
+        budget: Option<&'static WindowBudget>,
     ) -> std::io::Result<Self> {
         use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
         // The decoder's buffer is the window, but never more than the output (zstd's
         // ZSTD_decodingBufferSize_min); `limit` is the declared output size.
-        let head = frame_window(input.fill_buf()?);
-        let window = head.map_or(limit, |w| w.min(limit));
+        // Only a real frame header counts (anything else fails at its first bytes), and only
+        // a window larger than a pooled context's.
+        let window = frame_window(input.fill_buf()?)
+            .map(|w| w.min(limit))
+            .filter(|w| *w > WINDOW_UNCOUNTED);
         let mut reserved = 0;
         let mut spilled = None;
-        if window > WINDOW_UNCOUNTED {
+        if let (Some(budget), Some(window)) = (budget, window) {
             if budget.take(window) {
                 reserved = window;
-            } else if let (Some(spill), Some(_)) = (spill, head) {
-                // Only a real frame header is spilled for (anything else fails at its first
-                // bytes); the file is sparse, so `limit`, a size the header claims, costs
-                // nothing until output is written.
-                // The buffer must hold the whole frame; a frame longer than declared fails
-                // with "Destination buffer is too small".
+            } else if let Some(spill) = spill {
+                // The buffer must hold the whole frame (a frame longer than declared fails
+                // with "Destination buffer is too small"); the file is sparse, so `limit`, a
+                // size the header claims, costs nothing until output is written.
                 if let Ok(len) = usize::try_from(limit) {
                     spilled = spill.buffer(len).ok().map(|buffer| Spilled {
                         buffer,
@@ -420,6 +464,12 @@ impl<R: BufRead> ZstdFrame<R> {
                     "incomplete frame",
                 ));
             }
+            // The decoder writes all it can into the buffer it is given, which here is the
+            // whole frame: fed a little input at a time, it decodes about a block (128 KiB)
+            // ahead of the reader instead of all the input allows (clang's bundles compress
+            // 60:1 and more, so 64 KiB of input would be megabytes of pages written to the file
+            // for a reader that wanted one header).
+            let input = input.get(..SPILL_FEED).unwrap_or(input);
             let mut src = InBuffer::around(input);
             let mut dst = OutBuffer::around_pos(sp.buffer.bytes(), sp.produced);
             let hint = ctx
@@ -509,7 +559,9 @@ impl<R: BufRead> Read for ZstdFrame<R> {
 
 impl<R> Drop for ZstdFrame<R> {
     fn drop(&mut self) {
-        self.budget.give(self.reserved);
+        if let Some(budget) = self.budget {
+            budget.give(self.reserved);
+        }
         // A context set for a spill buffer keeps ZSTD_d_stableOutBuffer: it is not pooled.
         if self.spilled.is_some() {
             return;
@@ -545,13 +597,14 @@ impl<'a> Stream<'a> {
         payload: R,
         limit: u64,
     ) -> Result<Self, FormatError> {
-        Self::spilling(method, payload, limit, None, &WINDOWS)
+        Self::spilling(method, payload, limit, None, None)
     }
 
-    /// [`Stream::new`], keeping the memory of a large zstd window bounded: a frame whose window
-    /// (the history the decoder keeps, at most the frame's whole output) does not fit in what
-    /// `budget` has left is decoded into a buffer from `spill`, a file, instead of memory.
+    /// [`Stream::new`], keeping the memory of a large zstd window bounded by `budget` (see
+    /// [`WindowBudget`]: a window that does not fit waits for others to finish): a window the
+    /// budget cannot give is decoded into a buffer from `spill`, a file, instead of memory.
     /// Without `spill`, or when it cannot give a buffer, the window is held in memory anyway.
+    /// Without `budget`, windows are not counted ([`Stream::new`]; `slim` bounds its own).
     ///
     /// # Errors
     /// [`FormatError`] when the zstd decoder cannot be created.
@@ -560,7 +613,7 @@ impl<'a> Stream<'a> {
         payload: R,
         limit: u64,
         spill: Option<&dyn Spill>,
-        budget: &'static WindowBudget,
+        budget: Option<&'static WindowBudget>,
     ) -> Result<Self, FormatError> {
         let inner: Box<dyn Read + 'a> = match method {
             Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
@@ -982,7 +1035,7 @@ mod tests {
             h.payload(&blob),
             h.uncompressed_size,
             Some(&VecSpill),
-            &NONE,
+            Some(&NONE),
         )
         .unwrap();
         assert_eq!(read_all(&mut spilled), bundle);
@@ -994,29 +1047,64 @@ mod tests {
             h.payload(&blob),
             h.uncompressed_size,
             Some(&VecSpill),
-            &ROOM,
+            Some(&ROOM),
         )
         .unwrap();
-        assert_eq!(
-            ROOM.free.load(std::sync::atomic::Ordering::Relaxed),
-            (64 << 20) - window
-        );
+        assert_eq!(ROOM.free(), (64 << 20) - window);
         assert_eq!(read_all(&mut held), bundle);
         drop(held);
-        assert_eq!(
-            ROOM.free.load(std::sync::atomic::Ordering::Relaxed),
-            64 << 20
-        );
+        assert_eq!(ROOM.free(), 64 << 20);
         // Output beyond the declared size is an error here too, and a truncated frame.
         let short = h.uncompressed_size - 1;
-        let mut s =
-            Stream::spilling(h.method, h.payload(&blob), short, Some(&VecSpill), &NONE).unwrap();
+        let mut s = Stream::spilling(
+            h.method,
+            h.payload(&blob),
+            short,
+            Some(&VecSpill),
+            Some(&NONE),
+        )
+        .unwrap();
         assert!(s.read_vec(h.uncompressed_size).is_err());
         let payload = h.payload(&blob);
         let cut = payload.get(..payload.len() / 2).unwrap();
-        let mut s =
-            Stream::spilling(h.method, cut, h.uncompressed_size, Some(&VecSpill), &NONE).unwrap();
+        let mut s = Stream::spilling(
+            h.method,
+            cut,
+            h.uncompressed_size,
+            Some(&VecSpill),
+            Some(&NONE),
+        )
+        .unwrap();
         assert!(s.read_vec(h.uncompressed_size).is_err());
+    }
+
+    /// A window that does not fit waits for another thread's to be given back; a window larger
+    /// than the whole budget, or a second one on a thread that holds one, is refused at once.
+    #[test]
+    fn windows_wait_for_room_and_never_wait_on_themselves() {
+        static B: WindowBudget = WindowBudget::new(64 << 20);
+        assert!(!B.take(65 << 20));
+        assert!(B.take(40 << 20));
+        assert!(
+            !B.take(1 << 20),
+            "a thread holding a window must not wait on itself"
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = std::thread::spawn(move || {
+            let got = B.take(40 << 20);
+            tx.send(()).unwrap();
+            B.give(40 << 20);
+            got
+        });
+        // The other thread is waiting: nothing arrives while this one holds 40 MiB.
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200))
+                .is_err()
+        );
+        B.give(40 << 20);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert!(other.join().unwrap());
+        assert_eq!(B.free(), 64 << 20);
     }
 
     #[test]

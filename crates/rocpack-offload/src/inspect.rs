@@ -27,6 +27,11 @@ const WRAPPER_MAGIC: [u8; 8] = pe::WRAPPER_MAGIC;
 const WRAPPER_SIZE: u64 = 24;
 /// Largest read-only segment searched for wrappers when section headers are missing.
 const READ_ONLY_SCAN_LIMIT: u64 = 64 << 20;
+/// Entries of a compressed bundle that all start within this many decompressed bytes are read
+/// without counting the zstd window against [`ccob::WINDOWS`]: the window's pages are touched
+/// only as deep as the frame is decoded.
+const SHALLOW_ENTRIES: u64 = 16 << 20;
+
 /// How deep containers may nest (archive in archive, bundle in bundle entry ...).
 const MAX_DEPTH: u32 = 8;
 /// Most containers plus entries recorded for one file (librocsparse.so has about 1,700).
@@ -1774,28 +1779,29 @@ impl Walker<'_, '_> {
         ccob::check_frame_size(h, data)?;
         let limit = h.uncompressed_size.min(self.opts.max_decompressed);
         let payload = h.payload(data);
-        let mut stream = match (self.opts.file, at) {
-            (Some(file), Some(base)) => {
-                let start = base + h.header_size;
-                let range = ReadAtRange::new(file, start, payload.len() as u64);
-                let reader: Box<dyn std::io::BufRead + '_> =
-                    Box::new(std::io::BufReader::with_capacity(64 << 10, range));
-                ccob::Stream::spilling(
-                    h.method,
-                    reader,
-                    h.uncompressed_size,
-                    self.opts.spill,
-                    &ccob::WINDOWS,
-                )?
+        // The window a frame needs is only touched as deep as it is decoded. So the bundle
+        // header is read with no budget, and the stream is opened again with the shared window
+        // budget (and a spill file past it) only when an entry lies deeper than
+        // SHALLOW_ENTRIES: re-decoding the few kilobytes of header is cheaper than spilling a
+        // frame whose entries are all near its start (hipBLASLt's .co files: one 126 MB entry).
+        let open = |budgeted: bool| -> Result<ccob::Stream<'_>, FormatError> {
+            let (spill, budget) = if budgeted {
+                (self.opts.spill, Some(&ccob::WINDOWS))
+            } else {
+                (None, None)
+            };
+            match (self.opts.file, at) {
+                (Some(file), Some(base)) => {
+                    let start = base + h.header_size;
+                    let range = ReadAtRange::new(file, start, payload.len() as u64);
+                    let reader: Box<dyn std::io::BufRead + '_> =
+                        Box::new(std::io::BufReader::with_capacity(64 << 10, range));
+                    ccob::Stream::spilling(h.method, reader, h.uncompressed_size, spill, budget)
+                }
+                _ => ccob::Stream::spilling(h.method, payload, h.uncompressed_size, spill, budget),
             }
-            _ => ccob::Stream::spilling(
-                h.method,
-                payload,
-                h.uncompressed_size,
-                self.opts.spill,
-                &ccob::WINDOWS,
-            )?,
         };
+        let mut stream = open(false)?;
         let mut prefix = Vec::new();
         let mut scan = bundle::HeaderScan::default();
         let header_len = loop {
@@ -1840,6 +1846,18 @@ impl Walker<'_, '_> {
         self.check_overlaps(&header, cid, None);
         let mut order: Vec<_> = header.entries.iter().collect();
         order.sort_by_key(|e| e.offset);
+        let deepest = order
+            .iter()
+            .filter(|e| e.size > 0)
+            .map(|e| e.offset.saturating_add(e.size.min(ENTRY_PREFIX)))
+            .max()
+            .unwrap_or(0)
+            .min(limit);
+        if deepest > SHALLOW_ENTRIES {
+            let at = stream.position();
+            stream = open(true)?;
+            stream.skip_to(at)?;
+        }
         let mut pending: HashMap<usize, Vec<u8>> = HashMap::new();
         for e in order {
             let end = e.offset.checked_add(e.size);

@@ -622,7 +622,7 @@ mod tests {
             h.payload(&blob),
             h.uncompressed_size,
             Some(&TempSpill),
-            &NONE,
+            Some(&NONE),
         )
         .unwrap();
         let mut out = Vec::new();
