@@ -38,6 +38,7 @@ pub const SCHEMA: &str = "rocpack-plan/1";
 /// The build tool a plan is made for: pitfalls and TheRock's exclusions depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Tool {
     Cmake,
     Spack,

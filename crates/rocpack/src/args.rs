@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rocpack_amdgpu::compat::Policy;
 use rocpack_offload::ccob::Method;
 use rocpack_plan::kb::Layout;
+use rocpack_plan::model::Tool;
 use rocpack_slim::HardLinks;
 use rocpack_verify::Check;
 
@@ -205,13 +206,24 @@ pub struct PlanArgs {
 
     /// Output: text (default), json (the plan, docs/json.md), or settings for cmake, spack,
     /// gentoo, nix or therock.
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    pub format: String,
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "text",
+        hide_possible_values = true
+    )]
+    pub format: PlanFormat,
 
     /// With text or json: the build tool the plan is for (cmake, spack, gentoo, nix, therock);
     /// the other formats imply it.
-    #[arg(long = "for", value_name = "TOOL")]
-    pub for_tool: Option<String>,
+    #[arg(
+        long = "for",
+        value_enum,
+        value_name = "TOOL",
+        hide_possible_values = true
+    )]
+    pub for_tool: Option<Tool>,
 
     /// Write the output into this directory instead of stdout (cmake: one <component>.cmake
     /// initial-cache file per component, for `cmake -C`).
@@ -225,6 +237,39 @@ pub struct PlanArgs {
     /// List the families the release accepts and their targets.
     #[arg(long)]
     pub list_families: bool,
+}
+
+/// What `plan --format` writes: the plan itself (text or JSON), or the settings for one build
+/// tool ([`Tool`], the one output-kind enum; this adds only the two renderings of the plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    Tool(Tool),
+}
+
+impl ValueEnum for PlanFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [PlanFormat; 2 + Tool::ALL.len()] = {
+            let mut all = [PlanFormat::Text; 2 + Tool::ALL.len()];
+            all[1] = PlanFormat::Json;
+            let mut i = 0;
+            while i < Tool::ALL.len() {
+                all[2 + i] = PlanFormat::Tool(Tool::ALL[i]);
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            PlanFormat::Text => "text",
+            PlanFormat::Json => "json",
+            PlanFormat::Tool(t) => t.as_str(),
+        }))
+    }
 }
 
 #[derive(Debug, Subcommand)]

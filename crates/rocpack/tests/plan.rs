@@ -482,7 +482,15 @@ fn bad_requests_are_usage_errors() {
         (vec![], "give --gpu or --family"),
         (
             vec!["--gpu", "gfx1030", "--format", "yaml"],
-            "--format \"yaml\"",
+            "invalid value 'yaml' for '--format <FORMAT>'",
+        ),
+        (
+            vec!["--gpu", "gfx1030", "--for", "cmak"],
+            "invalid value 'cmak' for '--for <TOOL>'",
+        ),
+        (
+            vec!["--gpu", "gfx1030", "--for", "spack", "--format", "nix"],
+            "--for spack contradicts --format nix",
         ),
     ] {
         let mut cmd = rocpack();

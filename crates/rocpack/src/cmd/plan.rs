@@ -15,34 +15,20 @@ use crate::args::{Global, PlanArgs};
 use crate::cmd::gpu_arg;
 use crate::output::{self, Status};
 
-/// What `--format` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Text,
-    Json,
-    Tool(Tool),
-}
+use crate::args::PlanFormat as Format;
 
 fn format_of(args: &PlanArgs, global: &Global) -> Result<(Format, Tool)> {
-    let format = match args.format.as_str() {
-        _ if global.json => Format::Json,
-        "text" => Format::Text,
-        "json" => Format::Json,
-        other => match Tool::parse(other) {
-            Some(t) => Format::Tool(t),
-            None => bail!(
-                "--format {other:?}: expected text, json, cmake, spack, gentoo, nix or therock"
-            ),
-        },
+    let format = if global.json {
+        Format::Json
+    } else {
+        args.format
     };
-    let tool = match (&args.for_tool, format) {
-        (Some(t), Format::Tool(f)) if Tool::parse(t) != Some(f) => {
-            bail!("--for {t} contradicts --format {}", f.as_str())
+    let tool = match (args.for_tool, format) {
+        (Some(t), Format::Tool(f)) if t != f => {
+            bail!("--for {} contradicts --format {}", t.as_str(), f.as_str())
         }
         (_, Format::Tool(f)) => f,
-        (Some(t), _) => Tool::parse(t).with_context(|| {
-            format!("--for {t:?}: expected cmake, spack, gentoo, nix or therock")
-        })?,
+        (Some(t), _) => t,
         (None, _) => Tool::Cmake,
     };
     Ok((format, tool))
