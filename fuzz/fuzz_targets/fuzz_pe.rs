@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = image.section_containing(u64::from(s.rva));
     }
     let _ = image.truncated_sections().count();
-    for r in image.embedded_ranges() {
+    for r in image.embedded_ranges(true) {
         assert!(r.data.len() as u64 <= data.len() as u64);
         let _ = (r.name.len(), r.index, r.file_offset, r.vaddr);
     }
