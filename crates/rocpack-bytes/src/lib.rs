@@ -15,6 +15,9 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
+mod budget;
+pub use budget::{Budget, Permit};
+
 /// A read that does not fit in the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{len} bytes at offset {offset} run past the end of {size} bytes")]

@@ -209,73 +209,35 @@ const CONTEXTS_KEPT: usize = 4;
 /// bounds the windows in flight, not windows kept).
 const CONTEXT_KEPT_BYTES: usize = 4 << 20;
 
-/// Memory for zstd windows, shared by every thread: a frame whose window is larger than
-/// [`WINDOW_UNCOUNTED`] takes its size from here while it is decoded. A thread whose window does
-/// not fit in what is left waits for other threads' frames to finish; only a window larger than
-/// the whole budget, or one needed while the thread already holds one (a compressed bundle
-/// inside a compressed bundle, whose wait could never end), is not given.
-#[derive(Debug)]
-pub struct WindowBudget {
-    total: u64,
-    free: std::sync::Mutex<u64>,
-    freed: std::sync::Condvar,
-}
-
 thread_local! {
-    /// Windows this thread holds from any budget.
+    /// Windows this thread holds from a budget: a second one (a compressed bundle inside a
+    /// compressed bundle) must not wait for room the first one takes.
     static HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-impl WindowBudget {
-    /// A budget of `bytes`.
-    pub const fn new(bytes: u64) -> Self {
-        WindowBudget {
-            total: bytes,
-            free: std::sync::Mutex::new(bytes),
-            freed: std::sync::Condvar::new(),
-        }
-    }
+/// A window held from a budget, counted in [`HELD`] while it lives.
+struct Held {
+    /// Given back to the budget when dropped.
+    _permit: rocpack_bytes::Permit<'static>,
+}
 
-    /// Takes `bytes`, waiting while other threads hold too much; `false` when it cannot be
-    /// given (see the type).
-    fn take(&self, bytes: u64) -> bool {
-        if bytes > self.total || HELD.with(std::cell::Cell::get) > 0 {
-            return false;
+impl Held {
+    /// Holds `window` bytes of `budget`, waiting for other threads' windows to be given back;
+    /// `None`, without waiting, when the window is larger than the whole budget or this thread
+    /// already holds one.
+    fn new(budget: &'static rocpack_bytes::Budget, window: u64) -> Option<Held> {
+        if window > budget.limit() || HELD.with(std::cell::Cell::get) > 0 {
+            return None;
         }
-        let mut free = self
-            .free
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while *free < bytes {
-            free = self
-                .freed
-                .wait(free)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        *free -= bytes;
+        let permit = budget.acquire(window);
         HELD.with(|h| h.set(h.get() + 1));
-        true
+        Some(Held { _permit: permit })
     }
+}
 
-    fn give(&self, bytes: u64) {
-        if bytes == 0 {
-            return;
-        }
-        let mut free = self
-            .free
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *free += bytes;
+impl Drop for Held {
+    fn drop(&mut self) {
         HELD.with(|h| h.set(h.get().saturating_sub(1)));
-        self.freed.notify_all();
-    }
-
-    /// Bytes not taken now.
-    pub fn free(&self) -> u64 {
-        *self
-            .free
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -283,7 +245,7 @@ impl WindowBudget {
 /// package stays within 128 MB of resident memory (issue 14) with the rest of a walk. clang
 /// writes single-segment frames whose window is the whole bundle: jax-rocm7-pjrt 0.12.0's
 /// plugin has 45 of them, the largest 113,646,944 bytes.
-pub static WINDOWS: WindowBudget = WindowBudget::new(96 << 20);
+pub static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(96 << 20);
 
 /// Windows up to this size are not counted: a context that small is what reading the headers
 /// of a typical bundle costs, and it may be pooled ([`CONTEXT_KEPT_BYTES`]).
@@ -370,9 +332,8 @@ struct ZstdFrame<R> {
     finished: bool,
     /// The output buffer, when the window did not fit in memory.
     spilled: Option<Spilled>,
-    /// Bytes taken from `budget`, given back on drop.
-    reserved: u64,
-    budget: Option<&'static WindowBudget>,
+    /// The window held from the budget: kept only to be given back when the frame drops.
+    _held: Option<Held>,
 }
 
 impl<R: BufRead> ZstdFrame<R> {
@@ -380,7 +341,7 @@ impl<R: BufRead> ZstdFrame<R> {
         mut input: R,
         limit: u64,
         spill: Option<&dyn Spill>,
-        budget: Option<&'static WindowBudget>,
+        budget: Option<&'static rocpack_bytes::Budget>,
     ) -> std::io::Result<Self> {
         use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
         // The decoder's buffer is the window, but never more than the output (zstd's
@@ -390,12 +351,11 @@ impl<R: BufRead> ZstdFrame<R> {
         let window = frame_window(input.fill_buf()?)
             .map(|w| w.min(limit))
             .filter(|w| *w > WINDOW_UNCOUNTED);
-        let mut reserved = 0;
+        let mut held = None;
         let mut spilled = None;
         if let (Some(budget), Some(window)) = (budget, window) {
-            if budget.take(window) {
-                reserved = window;
-            } else if let Some(spill) = spill {
+            held = Held::new(budget, window);
+            if let (None, Some(spill)) = (&held, spill) {
                 // The buffer must hold the whole frame (a frame longer than declared fails
                 // with "Destination buffer is too small"); the file is sparse, so `limit`, a
                 // size the header claims, costs nothing until output is written.
@@ -438,8 +398,7 @@ impl<R: BufRead> ZstdFrame<R> {
             input,
             finished: false,
             spilled,
-            reserved,
-            budget,
+            _held: held,
         })
     }
 }
@@ -559,9 +518,7 @@ impl<R: BufRead> Read for ZstdFrame<R> {
 
 impl<R> Drop for ZstdFrame<R> {
     fn drop(&mut self) {
-        if let Some(budget) = self.budget {
-            budget.give(self.reserved);
-        }
+        // The window is given back when `held` drops, after the context below.
         // A context set for a spill buffer keeps ZSTD_d_stableOutBuffer: it is not pooled.
         if self.spilled.is_some() {
             return;
@@ -601,7 +558,7 @@ impl<'a> Stream<'a> {
     }
 
     /// [`Stream::new`], keeping the memory of a large zstd window bounded by `budget` (see
-    /// [`WindowBudget`]: a window that does not fit waits for others to finish): a window the
+    /// [`rocpack_bytes::Budget`]: a window that does not fit waits for others to finish): a window the
     /// budget cannot give is decoded into a buffer from `spill`, a file, instead of memory.
     /// Without `spill`, or when it cannot give a buffer, the window is held in memory anyway.
     /// Without `budget`, windows are not counted ([`Stream::new`]; `slim` bounds its own).
@@ -613,7 +570,7 @@ impl<'a> Stream<'a> {
         payload: R,
         limit: u64,
         spill: Option<&dyn Spill>,
-        budget: Option<&'static WindowBudget>,
+        budget: Option<&'static rocpack_bytes::Budget>,
     ) -> Result<Self, FormatError> {
         let inner: Box<dyn Read + 'a> = match method {
             Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
@@ -1007,8 +964,8 @@ mod tests {
 
     #[test]
     fn a_window_over_the_budget_is_decoded_into_the_spill_buffer() {
-        static NONE: WindowBudget = WindowBudget::new(0);
-        static ROOM: WindowBudget = WindowBudget::new(64 << 20);
+        static NONE: rocpack_bytes::Budget = rocpack_bytes::Budget::new(0);
+        static ROOM: rocpack_bytes::Budget = rocpack_bytes::Budget::new(64 << 20);
         let data = far_matches();
         let bundle = crate::bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", &data)]);
         let blob = compress(&bundle, 3, Method::Zstd, 3).unwrap();
@@ -1050,10 +1007,10 @@ mod tests {
             Some(&ROOM),
         )
         .unwrap();
-        assert_eq!(ROOM.free(), (64 << 20) - window);
+        assert_eq!(ROOM.used(), window);
         assert_eq!(read_all(&mut held), bundle);
         drop(held);
-        assert_eq!(ROOM.free(), 64 << 20);
+        assert_eq!(ROOM.used(), 0);
         // Output beyond the declared size is an error here too, and a truncated frame.
         let short = h.uncompressed_size - 1;
         let mut s = Stream::spilling(
@@ -1078,33 +1035,17 @@ mod tests {
         assert!(s.read_vec(h.uncompressed_size).is_err());
     }
 
-    /// A window that does not fit waits for another thread's to be given back; a window larger
-    /// than the whole budget, or a second one on a thread that holds one, is refused at once.
+    /// A window larger than the whole budget, or a second one on a thread that holds one, is
+    /// refused without waiting (the waiting itself is rocpack_bytes::Budget's).
     #[test]
-    fn windows_wait_for_room_and_never_wait_on_themselves() {
-        static B: WindowBudget = WindowBudget::new(64 << 20);
-        assert!(!B.take(65 << 20));
-        assert!(B.take(40 << 20));
-        assert!(
-            !B.take(1 << 20),
-            "a thread holding a window must not wait on itself"
-        );
-        let (tx, rx) = std::sync::mpsc::channel();
-        let other = std::thread::spawn(move || {
-            let got = B.take(40 << 20);
-            tx.send(()).unwrap();
-            B.give(40 << 20);
-            got
-        });
-        // The other thread is waiting: nothing arrives while this one holds 40 MiB.
-        assert!(
-            rx.recv_timeout(std::time::Duration::from_millis(200))
-                .is_err()
-        );
-        B.give(40 << 20);
-        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-        assert!(other.join().unwrap());
-        assert_eq!(B.free(), 64 << 20);
+    fn a_window_is_refused_when_it_can_never_fit_or_would_wait_on_itself() {
+        static B: rocpack_bytes::Budget = rocpack_bytes::Budget::new(64 << 20);
+        assert!(Held::new(&B, 65 << 20).is_none());
+        let first = Held::new(&B, 40 << 20).unwrap();
+        assert!(Held::new(&B, 1 << 20).is_none());
+        drop(first);
+        assert_eq!(B.used(), 0);
+        assert!(Held::new(&B, 1 << 20).is_some());
     }
 
     #[test]

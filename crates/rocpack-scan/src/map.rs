@@ -602,8 +602,8 @@ mod tests {
     /// its pages leaving the resident set as they are read.
     #[test]
     fn a_large_window_decodes_through_a_temporary_file() {
-        use rocpack_offload::ccob::{self, CcobHeader, Method, Stream, WindowBudget};
-        static NONE: WindowBudget = WindowBudget::new(0);
+        use rocpack_offload::ccob::{self, CcobHeader, Method, Stream};
+        static NONE: rocpack_bytes::Budget = rocpack_bytes::Budget::new(0);
         // The buffer is made (else the stream would fall back to memory, unseen).
         assert!(ccob::Spill::buffer(&TempSpill, 1 << 20).is_ok());
         let mut data = vec![0u8; 40 << 20];

@@ -35,10 +35,10 @@ use std::io::{self, Read};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
 
-use rocpack_bytes::{Bytes, lossless_string};
+use rocpack_bytes::{Budget, Bytes, Permit, lossless_string};
 use rocpack_offload::{CodeObject, Inspection, Options, ReadAt, inspect_with, sniff};
 
 use crate::map::Mapped;
@@ -398,48 +398,6 @@ fn ar_members(pkg: Region<'_>) -> Result<Vec<ArMember>, PackageError> {
         pos = start + size + (size & 1);
     }
     Ok(out)
-}
-
-/// Bytes held at once against one limit.
-struct Budget {
-    limit: u64,
-    used: Mutex<u64>,
-    freed: Condvar,
-}
-
-impl Budget {
-    fn new(limit: u64) -> Self {
-        Budget {
-            limit,
-            used: Mutex::new(0),
-            freed: Condvar::new(),
-        }
-    }
-
-    /// Waits until `n` bytes fit under the limit (or nothing else is held), and takes them
-    /// until the permit is dropped.
-    fn acquire(&self, n: u64) -> Permit<'_> {
-        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        while *used > 0 && used.saturating_add(n) > self.limit {
-            used = self.freed.wait(used).unwrap_or_else(|e| e.into_inner());
-        }
-        *used = used.saturating_add(n);
-        Permit { budget: self, n }
-    }
-}
-
-/// Bytes taken from a [`Budget`], given back when dropped (also on an error or a panic).
-struct Permit<'a> {
-    budget: &'a Budget,
-    n: u64,
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        let mut used = self.budget.used.lock().unwrap_or_else(|e| e.into_inner());
-        *used = used.saturating_sub(self.n);
-        self.budget.freed.notify_all();
-    }
 }
 
 /// The limits on members kept at once, shared by every thread reading one package.

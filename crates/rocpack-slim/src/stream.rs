@@ -32,37 +32,8 @@ pub(crate) fn window_cost(len: u64) -> u64 {
     w + w / 8
 }
 
-/// Budget left, for the whole process: files rewritten in parallel share it.
-static FREE: Mutex<u64> = Mutex::new(WINDOW_BUDGET);
-static RETURNED: std::sync::Condvar = std::sync::Condvar::new();
-
-/// A share of [`WINDOW_BUDGET`], given back when dropped (also when a job unwinds).
-struct Share(u64);
-
-impl Share {
-    fn take(cost: u64) -> Share {
-        let want = cost.min(WINDOW_BUDGET);
-        let mut free = FREE
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while *free < want {
-            free = RETURNED
-                .wait(free)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        *free -= want;
-        Share(want)
-    }
-}
-
-impl Drop for Share {
-    fn drop(&mut self) {
-        *FREE
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) += self.0;
-        RETURNED.notify_all();
-    }
-}
+/// The windows in flight, for the whole process: files rewritten in parallel share it.
+static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(WINDOW_BUDGET);
 
 /// Runs `each` on every item on all cores, never letting the items in flight together (in
 /// this call and every other) cost more than [`WINDOW_BUDGET`]; an item that costs more runs
@@ -81,7 +52,8 @@ pub(crate) fn bounded_par<T: Sync, U: Send>(
         .with_max_len(1)
         .filter_map(|&(c, i)| {
             let t = items.get(i)?;
-            let _share = Share::take(c);
+            // Never held across the wait of another item: `each` must not wait for other work.
+            let _held = WINDOWS.acquire(c);
             Some((i, each(t)))
         })
         .collect();
