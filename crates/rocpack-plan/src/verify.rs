@@ -784,6 +784,22 @@ pub fn verify(
     layout: Option<Layout>,
     root: Option<&Path>,
 ) -> Result<Report, VerifyError> {
+    verify_with_progress(kb, plan, prefixes, layout, root, &|_, _| {})
+}
+
+/// [`verify`], calling `progress(done, total)` as the files that carry device code are read:
+/// bytes of those files read so far, and in all (from any thread; first with `done` 0).
+///
+/// # Errors
+/// As [`verify`].
+pub fn verify_with_progress(
+    kb: &Knowledge,
+    plan: &Plan,
+    prefixes: &[PathBuf],
+    layout: Option<Layout>,
+    root: Option<&Path>,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Report, VerifyError> {
     if prefixes.is_empty() {
         return Err(VerifyError::NoPrefixes);
     }
@@ -852,13 +868,19 @@ pub fn verify(
     let records = distinct_files(prefixes, hits, &matcher, &root, &mut problems);
 
     // Device code, read in parallel.
+    let carries = |r: &Record| r.claims.values().any(|role| role.carries_device_code());
+    let total: u64 = records.iter().filter(|r| carries(r)).map(|r| r.size).sum();
+    let done = std::sync::atomic::AtomicU64::new(0);
+    progress(0, total);
     let reads: Vec<Option<Read>> = records
         .par_iter()
         .map(|r| {
-            r.claims
-                .values()
-                .any(|role| role.carries_device_code())
-                .then(|| read_device_code(r))
+            carries(r).then(|| {
+                let read = read_device_code(r);
+                let now = done.fetch_add(r.size, std::sync::atomic::Ordering::Relaxed) + r.size;
+                progress(now, total);
+                read
+            })
         })
         .collect();
 

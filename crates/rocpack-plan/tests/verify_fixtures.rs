@@ -266,6 +266,34 @@ fn fixture_install_found_missing_unplanned_and_bytes() {
 /// composable_kernel's INSTANCES_ONLY builds ignored GPU_TARGETS (pitfall
 /// `ck-instances-only-ignores-gpu-targets`): code for every default target comes back when one
 /// was asked for. verify reports it as unplanned, with its cost.
+/// Progress counts the bytes of the files that carry device code, up to their total.
+#[test]
+fn progress_counts_the_device_code_files_read() {
+    let dir = tempfile::tempdir().unwrap();
+    rocm_tree(dir.path());
+    let calls = std::sync::Mutex::new(Vec::new());
+    let report = rocpack_plan::verify::verify_with_progress(
+        kb(),
+        &fixture_plan(),
+        &[dir.path().to_path_buf()],
+        None,
+        None,
+        &|done, total| calls.lock().unwrap().push((done, total)),
+    )
+    .unwrap();
+    let calls = calls.into_inner().unwrap();
+    let total = calls[0].1;
+    assert_eq!(calls[0].0, 0);
+    assert!(total >= 64440, "{calls:?}");
+    assert!(
+        calls.iter().all(|&(d, t)| t == total && d <= total),
+        "{calls:?}"
+    );
+    assert_eq!(calls.iter().map(|c| c.0).max(), Some(total));
+    // The bytes counted are at least the device-carrying files' the report lists.
+    assert!(report.component("rocRAND").is_some());
+}
+
 #[test]
 fn instances_only_trap_shows_as_unplanned_bytes() {
     let dir = tempfile::tempdir().unwrap();

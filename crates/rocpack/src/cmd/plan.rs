@@ -427,8 +427,15 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
             bail!("{}: not a directory", p.display());
         }
     }
-    let report =
-        rocpack_plan::verify::verify(kb, &plan, &args.prefixes, layout, args.root.as_deref())?;
+    let progress = output::Progress::new(global.quiet);
+    let report = rocpack_plan::verify::verify_with_progress(
+        kb,
+        &plan,
+        &args.prefixes,
+        layout,
+        args.root.as_deref(),
+        &|done, total| progress.update(done, total),
+    )?;
     let mut out = io::stdout().lock();
     if global.json {
         serde_json::to_writer(&mut out, &report)?;
