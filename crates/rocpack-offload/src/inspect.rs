@@ -570,7 +570,6 @@ impl Walker<'_, '_> {
     // ----- archives -------------------------------------------------------------------------
 
     fn archive(&mut self, data: &[u8], place: Place, thin: bool) -> Result<(), FormatError> {
-        use object::read::archive::ArchiveFile;
         let id = self.container(
             place.parent,
             ContainerKind::Archive { thin },
@@ -578,29 +577,29 @@ impl Walker<'_, '_> {
             place.file_base,
             Some(data.len() as u64),
         );
-        let archive = ArchiveFile::parse(data)
-            .map_err(|e| FormatError::new(Kind::Archive, 0, e.to_string()))?;
         let mut members = 0usize;
-        for member in archive.members() {
+        for member in crate::archive::members(data)? {
             members += 1;
             let member = match member {
                 Ok(m) => m,
                 Err(e) => {
-                    // The iterator cannot say where it stopped; the archive start is the best offset.
                     self.diag(
                         Severity::Error,
                         "malformed-archive",
                         Some(id),
                         place.file_base,
-                        0,
-                        format!("archive: {e}; members after this point were not read"),
+                        e.offset,
+                        format!(
+                            "archive: {}; members after this point were not read",
+                            e.message
+                        ),
                     );
                     break;
                 }
             };
-            let name = lossless_string(member.name());
-            let (offset, size) = member.file_range();
-            if member.is_thin() {
+            let (offset, size) = (member.offset, member.size);
+            let name = member.name.clone();
+            if member.thin {
                 let mid = self.container(
                     Some(id),
                     ContainerKind::Member { name: name.clone() },
@@ -641,7 +640,7 @@ impl Walker<'_, '_> {
                 }
                 continue;
             }
-            let Ok(bytes) = member.data(data) else {
+            if !member.complete(data.len() as u64) {
                 self.diag(
                     Severity::Error,
                     "malformed-archive",
@@ -651,7 +650,8 @@ impl Walker<'_, '_> {
                     format!("member {name} runs past the end of the archive"),
                 );
                 continue;
-            };
+            }
+            let bytes = member.data(data);
             if sniff(bytes).is_none() {
                 continue;
             }

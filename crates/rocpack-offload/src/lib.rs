@@ -16,6 +16,7 @@
 #![deny(clippy::indexing_slicing)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
+pub mod archive;
 pub mod bundle;
 pub mod ccob;
 pub mod elf;

@@ -349,54 +349,47 @@ fn read_deb(ctx: &Ctx<'_>, pkg: Region<'_>, out: &mut Vec<FileResult>) -> Result
     read
 }
 
-/// The members of an `ar` archive: name, offset of the data in the file, size. Only the
-/// 60-byte headers are read.
+/// The members of an `ar` archive: name, offset of the data in the file, size. Read with the one
+/// ar reader (`rocpack_offload::archive`) over a map of the package, which touches only the
+/// pages of the member headers.
 fn ar_members(pkg: Region<'_>) -> Result<Vec<ArMember>, PackageError> {
     let magic = pkg.read_vec(0, 8).unwrap_or_default();
     if magic != b"!<arch>\n" {
         return Err("not an ar archive (no !<arch> magic at file offset 0)".into());
     }
+    let map = Mapped::from_file(pkg.file).map_err(|e| format!("cannot map the package: {e}"))?;
+    let data = Bytes::new(&map).read_at_most(pkg.base, pkg.len);
     let mut out = Vec::new();
-    let mut pos = 8u64;
-    while pos < pkg.len {
+    let members = rocpack_offload::archive::members(data)
+        .map_err(|e| format!("ar archive at file offset {:#x}: {}", pkg.base, e.message))?;
+    for m in members {
         if out.len() >= MAX_MEMBERS {
             return Err(format!("ar archive: more than {MAX_MEMBERS} members"));
         }
-        let header = pkg
-            .read_vec(pos, 60)
-            .map_err(|_| format!("ar member header at file offset {pos:#x} is truncated"))?;
-        if header.get(58..60) != Some(b"`\n") {
-            return Err(format!(
-                "ar member header at file offset {pos:#x} has a bad terminator"
-            ));
-        }
-        let field = |r: std::ops::Range<usize>| {
-            header
-                .get(r)
-                .map(|b| String::from_utf8_lossy(b).trim().to_owned())
-                .unwrap_or_default()
-        };
-        let name = field(0..16).trim_end_matches('/').to_owned();
-        let size: u64 = field(48..58).parse().map_err(|_| {
-            format!("ar member header at file offset {pos:#x} has a bad size field")
+        let m = m.map_err(|e| {
+            format!(
+                "ar archive: {} (file offset {:#x})",
+                e.message,
+                pkg.base.saturating_add(e.offset)
+            )
         })?;
-        let start = pos + 60;
         // A truncated last member keeps the bytes that are there, so that what they hold can
         // still be read; the caller reports the truncation.
-        let len = size.min(pkg.len.saturating_sub(start));
-        let missing = size - len;
+        let len = m.data(data).len() as u64;
+        let missing = m.size - len;
         out.push(ArMember {
-            name,
-            offset: start,
+            name: m.name.trim_end_matches('/').to_owned(),
+            offset: m.offset,
             len,
-            claimed: size,
+            claimed: m.size,
             missing,
         });
         if missing > 0 {
             break;
         }
-        pos = start + size + (size & 1);
     }
+    map.check_unchanged(pkg.file)
+        .map_err(|e| format!("ar archive: {e}"))?;
     Ok(out)
 }
 
