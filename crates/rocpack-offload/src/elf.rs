@@ -282,12 +282,7 @@ impl<'a> Elf<'a> {
     /// without section headers. Only wanted addresses are kept, so a hostile table cannot make
     /// this allocate more than the caller asked about.
     pub fn dynamic_relocations(&self, wanted: &HashSet<u64>) -> (HashMap<u64, Rela>, HashSet<u64>) {
-        let get = |tag| {
-            self.dynamic
-                .iter()
-                .find(|(t, _)| *t == tag)
-                .map(|(_, v)| *v)
-        };
+        let get = |tag| self.dynamic_value(tag);
         let table = |addr: Option<u64>, size: Option<u64>| -> &'a [u8] {
             match (addr.and_then(|a| self.vaddr_to_offset(a)), size) {
                 (Some(off), Some(size)) => self.data.read_at_most(off, size),
@@ -371,7 +366,7 @@ impl<'a> Elf<'a> {
 
     /// Symbol `index` of the dynamic symbol table (DT_SYMTAB).
     pub fn dynamic_symbol(&self, index: u32) -> Option<Symbol> {
-        let symtab = self.dynamic.iter().find(|(t, _)| *t == DT_SYMTAB)?.1;
+        let symtab = self.dynamic_value(DT_SYMTAB)?;
         let off = self
             .vaddr_to_offset(symtab)?
             .checked_add(u64::from(index).checked_mul(24)?)?;

@@ -2217,7 +2217,7 @@ const STT_FILE: u8 = 4;
 
 /// The symbols of `.symtab` (else `.dynsym`) that have a size, read on first need: which one
 /// covers embedded code.
-struct ElfSymbols<'a> {
+struct ElfSymbols<'e, 'a> {
     /// The symbol table's bytes (24 per symbol) and its string table's.
     table: &'a [u8],
     strings: &'a [u8],
@@ -2225,17 +2225,17 @@ struct ElfSymbols<'a> {
     /// Symbols are matched by address alone (a file without section headers, whose symbols
     /// name sections that cannot be read); else by section index and address.
     by_address: bool,
-    /// Section addresses by index, for turning a range offset into an address.
-    section_addrs: Vec<u64>,
+    /// The file's sections, for turning a range offset into an address.
+    sections: &'e [elf::Section<'a>],
     /// (section index, st_value, st_size, st_name), sorted; read on first lookup.
     sorted: Option<Vec<(u16, u64, u64, u32)>>,
 }
 
-impl<'a> ElfSymbols<'a> {
+impl<'e, 'a> ElfSymbols<'e, 'a> {
     /// `.symtab`, else `.dynsym`; without section headers, the dynamic symbol table the
     /// dynamic section points to.
-    fn new(elf: &Elf<'a>) -> Option<Self> {
-        let section_addrs = elf.sections.iter().map(|s| s.addr).collect();
+    fn new(elf: &'e Elf<'a>) -> Option<Self> {
+        let sections = elf.sections.as_slice();
         if elf.sections.is_empty() {
             let (table, strings) = elf.dynamic_symbol_table()?;
             return (!table.is_empty()).then(|| ElfSymbols {
@@ -2243,7 +2243,7 @@ impl<'a> ElfSymbols<'a> {
                 strings,
                 name: ".dynsym".into(),
                 by_address: true,
-                section_addrs,
+                sections,
                 sorted: None,
             });
         }
@@ -2266,7 +2266,7 @@ impl<'a> ElfSymbols<'a> {
             strings,
             name: lossless_string(table.name),
             by_address: false,
-            section_addrs,
+            sections,
             sorted: None,
         })
     }
@@ -2290,7 +2290,7 @@ impl<'a> ElfSymbols<'a> {
     }
 }
 
-impl SymbolLookup for ElfSymbols<'_> {
+impl SymbolLookup for ElfSymbols<'_, '_> {
     fn table(&self) -> Option<&str> {
         Some(&self.name)
     }
@@ -2301,7 +2301,7 @@ impl SymbolLookup for ElfSymbols<'_> {
         let (shndx, addr) = if self.by_address {
             (0, range.vaddr?.checked_add(offset)?)
         } else {
-            let base = *self.section_addrs.get(range.index)?;
+            let base = self.sections.get(range.index)?.addr;
             (u16::try_from(range.index).ok()?, base.checked_add(offset)?)
         };
         if self.sorted.is_none() {

@@ -363,9 +363,9 @@ impl rocpack_offload::ccob::SpillBuffer for SpillMap {
     }
 
     fn release(&mut self, below: usize) {
-        // Safety: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let len = below.min(self.map.len()) / page.max(1) * page;
+        // Set by install_handler, which SpillMap::new called.
+        let page = PAGE_SIZE.load(Ordering::Relaxed).max(1);
+        let len = below.min(self.map.len()) / page * page;
         if len > 0 && self.fault().is_none() {
             // Safety: the map is shared with a file: MADV_DONTNEED only unmaps the pages, whose
             // bytes stay in the page cache and the file, and the next access maps them again
