@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::sysfs;
-use crate::{Diagnostic, Error};
+use crate::{DeviceCode, Diagnostic, Error};
 
 /// The AMD/ATI PCI vendor ID.
 pub const PCI_VENDOR_AMD: u16 = 0x1002;
@@ -124,7 +124,7 @@ pub(crate) fn render_minors(sys: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<u
                 }
             }
             Err(source) => warnings.push(Diagnostic::from_error(
-                "drm-unreadable",
+                DeviceCode::DrmUnreadable,
                 &Error::Io {
                     path: dir.clone(),
                     source,

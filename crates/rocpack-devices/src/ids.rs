@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::{Diagnostic, Error, sysfs};
+use crate::{DeviceCode, Diagnostic, Error, sysfs};
 
 /// Where libdrm and the ROCm packages install `amdgpu.ids`, searched in this order by
 /// [`crate::Roots::system`].
@@ -77,7 +77,7 @@ impl AmdgpuIds {
                     continue;
                 }
                 warnings.push(Diagnostic::at(
-                    "amdgpu-ids-no-version",
+                    DeviceCode::AmdgpuIdsNoVersion,
                     path,
                     line,
                     "the first line after the comments should be a version such as 1.0.0",
@@ -86,7 +86,7 @@ impl AmdgpuIds {
             match parse_entry(trimmed) {
                 Some(entry) => ids.entries.push(entry),
                 None => warnings.push(Diagnostic::at(
-                    "amdgpu-ids-bad-line",
+                    DeviceCode::AmdgpuIdsBadLine,
                     path,
                     line,
                     format!("expected `device_id, revision_id, product_name`, found {trimmed:?}"),
@@ -197,6 +197,6 @@ mod tests {
         let mut w = Vec::new();
         let ids = AmdgpuIds::parse(Path::new("ids"), "73BF,\tC3,\tAMD Radeon RX 6800\n", &mut w);
         assert_eq!(ids.len(), 1);
-        assert_eq!(w[0].code, "amdgpu-ids-no-version");
+        assert_eq!(w[0].code, DeviceCode::AmdgpuIdsNoVersion);
     }
 }

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::sysfs::{self, Properties};
-use crate::{Diagnostic, Error};
+use crate::{DeviceCode, Diagnostic, Error};
 
 /// `HSA_MEM_HEAP_TYPE_FB_PUBLIC` and `_FB_PRIVATE`: device memory.
 const HEAP_FB_PUBLIC: u64 = 1;
@@ -66,7 +66,7 @@ pub(crate) fn read(sys: &Path, warnings: &mut Vec<Diagnostic>) -> Result<Option<
     }) {
         Ok(g) => g,
         Err(e) => {
-            warnings.push(Diagnostic::from_error("kfd-bad-file", &e));
+            warnings.push(Diagnostic::from_error(DeviceCode::KfdBadFile, &e));
             None
         }
     };
@@ -80,7 +80,7 @@ pub(crate) fn read(sys: &Path, warnings: &mut Vec<Diagnostic>) -> Result<Option<
         match name.to_str().and_then(|n| n.parse::<u32>().ok()) {
             Some(id) => ids.push(id),
             None => warnings.push(Diagnostic::new(
-                "kfd-unexpected-entry",
+                DeviceCode::KfdUnexpectedEntry,
                 Some(&entry.path()),
                 "not a node number; ignored",
             )),
@@ -91,7 +91,7 @@ pub(crate) fn read(sys: &Path, warnings: &mut Vec<Diagnostic>) -> Result<Option<
     for id in ids {
         match read_node(&nodes_dir.join(id.to_string()), id, warnings) {
             Ok(node) => nodes.push(node),
-            Err(e) => warnings.push(Diagnostic::from_error("kfd-bad-node", &e)),
+            Err(e) => warnings.push(Diagnostic::from_error(DeviceCode::KfdBadNode, &e)),
         }
     }
     Ok(Some(Topology {
@@ -136,7 +136,7 @@ fn read_vram(banks: &Path, warnings: &mut Vec<Diagnostic>) -> Option<u64> {
         let bank = match Properties::read(&path) {
             Ok(b) => b,
             Err(e) => {
-                warnings.push(Diagnostic::from_error("kfd-bad-mem-bank", &e));
+                warnings.push(Diagnostic::from_error(DeviceCode::KfdBadMemBank, &e));
                 continue;
             }
         };

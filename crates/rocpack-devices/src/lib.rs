@@ -109,10 +109,58 @@ impl Error {
     }
 }
 
+rocpack_finding::codes! {
+    /// What detection notes (info) or warns about (docs/diagnostics.md, "devices").
+    pub enum DeviceCode in "devices" {
+        /// No KFD topology: the amdgpu driver is not loaded, or there is no AMD GPU.
+        NoKfd = ("no-kfd", Info),
+        /// KFD lists only CPU nodes.
+        NoGpuNodes = ("no-gpu-nodes", Info),
+        /// An AMD render node with no KFD node.
+        DrmWithoutKfd = ("drm-without-kfd", Info),
+        /// No `amdgpu.ids`, so no marketing names.
+        NoAmdgpuIds = ("no-amdgpu-ids", Info),
+        /// A node's `properties` is unreadable or malformed; the node is skipped.
+        KfdBadNode = ("kfd-bad-node", Warning),
+        /// A value does not fit the kernel's 32-bit field.
+        KfdBadValue = ("kfd-bad-value", Warning),
+        /// A GPU node without `gfx_target_version`; skipped.
+        KfdNoGfxTargetVersion = ("kfd-no-gfx-target-version", Warning),
+        /// Zero or undecodable `gfx_target_version`; skipped.
+        KfdBadGfxTargetVersion = ("kfd-bad-gfx-target-version", Warning),
+        /// A GPU node without `drm_render_minor`.
+        KfdNoRenderMinor = ("kfd-no-render-minor", Warning),
+        /// `generation_id` cannot be read or parsed.
+        KfdBadFile = ("kfd-bad-file", Warning),
+        /// A memory bank cannot be read or parsed.
+        KfdBadMemBank = ("kfd-bad-mem-bank", Warning),
+        /// A non-numeric entry under `nodes`.
+        KfdUnexpectedEntry = ("kfd-unexpected-entry", Warning),
+        /// `renderD<minor>/device` is missing or has no PCI `vendor`.
+        DrmRenderNodeMissing = ("drm-render-node-missing", Warning),
+        /// A DRM attribute that cannot be parsed.
+        DrmBadFile = ("drm-bad-file", Warning),
+        /// A DRM directory that cannot be read.
+        DrmUnreadable = ("drm-unreadable", Warning),
+        /// DRM's device ID or PCI slot disagrees with KFD's.
+        DrmKfdMismatch = ("drm-kfd-mismatch", Warning),
+        /// The processor is not in rocpack's table.
+        UnknownProcessor = ("unknown-processor", Warning),
+        /// `noretry` is not a number.
+        BadModuleParameter = ("bad-module-parameter", Warning),
+        /// A malformed line in `amdgpu.ids`.
+        AmdgpuIdsBadLine = ("amdgpu-ids-bad-line", Warning),
+        /// `amdgpu.ids` has no version line.
+        AmdgpuIdsNoVersion = ("amdgpu-ids-no-version", Warning),
+        /// `amdgpu.ids` cannot be read.
+        AmdgpuIdsUnreadable = ("amdgpu-ids-unreadable", Warning),
+    }
+}
+
 /// A note or warning: a stable kebab-case code, the file (and line) it is about, and a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
-    pub code: &'static str,
+    pub code: DeviceCode,
     #[serde(serialize_with = "ser_opt_path")]
     pub path: Option<PathBuf>,
     pub line: Option<usize>,
@@ -120,7 +168,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    fn new(code: &'static str, path: Option<&Path>, message: impl Into<String>) -> Diagnostic {
+    fn new(code: DeviceCode, path: Option<&Path>, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             path: path.map(Path::to_path_buf),
@@ -129,7 +177,7 @@ impl Diagnostic {
         }
     }
 
-    fn at(code: &'static str, path: &Path, line: usize, message: impl Into<String>) -> Diagnostic {
+    fn at(code: DeviceCode, path: &Path, line: usize, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             path: Some(path.to_owned()),
@@ -138,7 +186,7 @@ impl Diagnostic {
         }
     }
 
-    fn from_error(code: &'static str, e: &Error) -> Diagnostic {
+    fn from_error(code: DeviceCode, e: &Error) -> Diagnostic {
         let (line, message) = match e {
             Error::Malformed { line, message, .. } => (Some(*line), message.clone()),
             Error::Io { source, .. } => (None, format!("cannot read: {source}")),
@@ -295,7 +343,7 @@ pub fn detect(roots: &Roots) -> Result<Detection, Error> {
     let kfd_generation_id = topology.as_ref().and_then(|t| t.generation_id);
     match &topology {
         None => notes.push(Diagnostic::new(
-            "no-kfd",
+            DeviceCode::NoKfd,
             Some(&kfd::topology_dir(&roots.sys)),
             "no KFD (amdgpu driver not loaded or no AMD GPU)",
         )),
@@ -303,7 +351,7 @@ pub fn detect(roots: &Roots) -> Result<Detection, Error> {
             let gpus: Vec<_> = t.nodes.iter().filter(|n| n.is_gpu()).collect();
             if gpus.is_empty() {
                 notes.push(Diagnostic::new(
-                    "no-gpu-nodes",
+                    DeviceCode::NoGpuNodes,
                     Some(&kfd::topology_dir(&roots.sys).join("nodes")),
                     "KFD is loaded but lists no GPU nodes",
                 ));
@@ -345,7 +393,7 @@ pub fn detect(roots: &Roots) -> Result<Detection, Error> {
         match drm::read_render(&roots.sys, minor) {
             Ok(Some(r)) if r.ids.vendor == PCI_VENDOR_AMD => {
                 notes.push(Diagnostic::new(
-                    "drm-without-kfd",
+                    DeviceCode::DrmWithoutKfd,
                     Some(&r.dir),
                     format!(
                         "renderD{minor} ({:04x}:{:04x}) has no KFD node, so ROCm cannot use it",
@@ -362,7 +410,7 @@ pub fn detect(roots: &Roots) -> Result<Detection, Error> {
                 });
             }
             Ok(_) => {}
-            Err(e) => warnings.push(Diagnostic::from_error("drm-bad-file", &e)),
+            Err(e) => warnings.push(Diagnostic::from_error(DeviceCode::DrmBadFile, &e)),
         }
     }
 
@@ -384,7 +432,7 @@ fn load_ids(
 ) -> (Option<AmdgpuIds>, Option<IdsFile>) {
     let Some(path) = &roots.amdgpu_ids else {
         notes.push(Diagnostic::new(
-            "no-amdgpu-ids",
+            DeviceCode::NoAmdgpuIds,
             None,
             format!(
                 "no amdgpu.ids (looked for {}), so no marketing names",
@@ -403,7 +451,7 @@ fn load_ids(
             (Some(ids), Some(file))
         }
         Err(e) => {
-            warnings.push(Diagnostic::from_error("amdgpu-ids-unreadable", &e));
+            warnings.push(Diagnostic::from_error(DeviceCode::AmdgpuIdsUnreadable, &e));
             (None, None)
         }
     }
@@ -416,7 +464,7 @@ fn read_noretry(sys: &Path, warnings: &mut Vec<Diagnostic>) -> Option<i32> {
     {
         Ok(v) => v,
         Err(e) => {
-            warnings.push(Diagnostic::from_error("bad-module-parameter", &e));
+            warnings.push(Diagnostic::from_error(DeviceCode::BadModuleParameter, &e));
             None
         }
     }
@@ -435,13 +483,13 @@ fn build_device(
     let u32_of = |key: &str, warnings: &mut Vec<Diagnostic>| match props.get_u32(key) {
         Ok(v) => v,
         Err(e) => {
-            warnings.push(Diagnostic::from_error("kfd-bad-value", &e));
+            warnings.push(Diagnostic::from_error(DeviceCode::KfdBadValue, &e));
             None
         }
     };
     let Some(gfx) = props.get("gfx_target_version") else {
         warnings.push(Diagnostic::new(
-            "kfd-no-gfx-target-version",
+            DeviceCode::KfdNoGfxTargetVersion,
             Some(path),
             format!(
                 "GPU node {} has no gfx_target_version (kernels before 5.14 do not publish it; libhsakmt then falls back to its own device-ID table, rocpack does not): skipped",
@@ -452,7 +500,7 @@ fn build_device(
     };
     let Some(gfx_version) = GfxVersion::from_kfd(gfx) else {
         warnings.push(Diagnostic::at(
-            "kfd-bad-gfx-target-version",
+            DeviceCode::KfdBadGfxTargetVersion,
             path,
             props.line_of("gfx_target_version").unwrap_or(0),
             format!("GPU node {} has gfx_target_version {gfx}: skipped", node.id),
@@ -461,7 +509,7 @@ fn build_device(
     };
     let Some(processor) = gfx_version.processor() else {
         warnings.push(Diagnostic::at(
-            "kfd-bad-gfx-target-version",
+            DeviceCode::KfdBadGfxTargetVersion,
             path,
             props.line_of("gfx_target_version").unwrap_or(0),
             format!("gfx_target_version {gfx} ({gfx_version}) names no processor: skipped"),
@@ -470,7 +518,7 @@ fn build_device(
     };
     if mach::by_name(&processor).is_none() {
         warnings.push(Diagnostic::new(
-            "unknown-processor",
+            DeviceCode::UnknownProcessor,
             Some(path),
             format!("{processor} is not in rocpack's processor table (newer than rocpack?)"),
         ));
@@ -499,7 +547,7 @@ fn build_device(
     let render = match minor {
         None => {
             warnings.push(Diagnostic::new(
-                "kfd-no-render-minor",
+                DeviceCode::KfdNoRenderMinor,
                 Some(path),
                 format!("GPU node {} has no drm_render_minor", node.id),
             ));
@@ -509,7 +557,7 @@ fn build_device(
             Ok(Some(r)) => Some(r),
             Ok(None) => {
                 warnings.push(Diagnostic::new(
-                    "drm-render-node-missing",
+                    DeviceCode::DrmRenderNodeMissing,
                     Some(&drm::render_dir(&roots.sys, m)),
                     format!(
                         "KFD node {} names render minor {m}, but renderD{m}/device is missing or not a PCI device",
@@ -519,7 +567,7 @@ fn build_device(
                 None
             }
             Err(e) => {
-                warnings.push(Diagnostic::from_error("drm-bad-file", &e));
+                warnings.push(Diagnostic::from_error(DeviceCode::DrmBadFile, &e));
                 None
             }
         },
@@ -527,7 +575,7 @@ fn build_device(
     if let Some(r) = &render {
         if device_kfd.is_some_and(|d| d != r.ids.device) {
             warnings.push(Diagnostic::new(
-                "drm-kfd-mismatch",
+                DeviceCode::DrmKfdMismatch,
                 Some(&r.dir.join("device")),
                 format!(
                     "renderD{} is PCI device {:04x}, but KFD node {} says {:04x}",
@@ -542,7 +590,7 @@ fn build_device(
             && !drm::same_device(a, b)
         {
             warnings.push(Diagnostic::new(
-                "drm-kfd-mismatch",
+                DeviceCode::DrmKfdMismatch,
                 Some(&r.dir.join("uevent")),
                 format!(
                     "renderD{} is at {a}, but KFD node {}'s location_id says {b}",

@@ -48,7 +48,7 @@ fn scratch(name: &str) -> (tempfile::TempDir, Roots) {
 }
 
 fn codes(d: &[rocpack_devices::Diagnostic]) -> Vec<&'static str> {
-    d.iter().map(|d| d.code).collect()
+    d.iter().map(|d| d.code.as_str()).collect()
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn hostile_and_missing_files_are_warnings_not_panics() {
     let w = d
         .warnings
         .iter()
-        .find(|w| w.code == "drm-bad-file")
+        .find(|w| w.code.as_str() == "drm-bad-file")
         .unwrap();
     assert_eq!(w.path.as_deref(), Some(rev.as_path()));
     assert_eq!(d.devices.len(), 1, "the GPU is still reported");

@@ -13,7 +13,7 @@ use crate::embedded::{self, Magic, NoSymbols, ScanRange, SymbolLookup};
 use crate::entry_id::EntryId;
 use crate::error::{FormatError, Kind};
 use crate::model::{
-    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,
+    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, ReadCode,
 };
 
 /// Most `unclassified-gpu-code` diagnostics recorded one by one for a file; the rest are
@@ -327,8 +327,8 @@ impl<'o, 's> Walker<'o, 's> {
         if w.unclassified > MAX_UNCLASSIFIED {
             let more = w.unclassified - MAX_UNCLASSIFIED;
             w.out.diagnostics.push(Diagnostic {
-            severity: Severity::Warning,
-            code: "unclassified-gpu-code",
+            severity: ReadCode::UnclassifiedGpuCode.severity(),
+            code: ReadCode::UnclassifiedGpuCode,
             container: None,
             offset: None,
             offset_in_file: false,
@@ -463,8 +463,8 @@ impl Walker<'_, '_> {
         if !self.exhausted && self.out.containers.len() + self.out.code_objects.len() >= MAX_ITEMS {
             self.exhausted = true;
             self.out.diagnostics.push(Diagnostic {
-                severity: Severity::Error,
-                code: "too-many-items",
+                severity: ReadCode::TooManyItems.severity(),
+                code: ReadCode::TooManyItems,
                 container: None,
                 offset: None,
                 offset_in_file: false,
@@ -476,8 +476,7 @@ impl Walker<'_, '_> {
 
     fn diag(
         &mut self,
-        severity: Severity,
-        code: &'static str,
+        code: ReadCode,
         container: Option<usize>,
         base: Option<u64>,
         offset: u64,
@@ -488,7 +487,7 @@ impl Walker<'_, '_> {
             None => (offset, false),
         };
         self.out.diagnostics.push(Diagnostic {
-            severity,
+            severity: code.severity(),
             code,
             container,
             offset: Some(offset),
@@ -499,16 +498,15 @@ impl Walker<'_, '_> {
 
     fn diag_err(&mut self, container: Option<usize>, base: Option<u64>, e: FormatError) {
         let code = match e.kind {
-            Kind::Bundle => "malformed-bundle",
-            Kind::Ccob => "malformed-ccob",
-            Kind::OffloadBinary => "malformed-offload-binary",
-            Kind::Elf => "malformed-elf",
-            Kind::Pe => "malformed-pe",
-            Kind::Archive => "malformed-archive",
-            Kind::CodeObject => "malformed-code-object",
+            Kind::Bundle => ReadCode::MalformedBundle,
+            Kind::Ccob => ReadCode::MalformedCcob,
+            Kind::OffloadBinary => ReadCode::MalformedOffloadBinary,
+            Kind::Elf => ReadCode::MalformedElf,
+            Kind::Pe => ReadCode::MalformedPe,
+            Kind::Archive => ReadCode::MalformedArchive,
+            Kind::CodeObject => ReadCode::MalformedCodeObject,
         };
         self.diag(
-            Severity::Error,
             code,
             container,
             base,
@@ -584,8 +582,7 @@ impl Walker<'_, '_> {
                 Ok(m) => m,
                 Err(e) => {
                     self.diag(
-                        Severity::Error,
-                        "malformed-archive",
+                        ReadCode::MalformedArchive,
                         Some(id),
                         place.file_base,
                         e.offset,
@@ -614,8 +611,7 @@ impl Walker<'_, '_> {
                 };
                 let Some(loader) = self.opts.thin_loader else {
                     self.diag(
-                        Severity::Warning,
-                        "thin-member-unread",
+                        ReadCode::ThinMemberUnread,
                         Some(mid),
                         None,
                         0,
@@ -628,8 +624,7 @@ impl Walker<'_, '_> {
                     loader.with_member(&name, &mut |bytes| result = self.any(bytes, mplace));
                 match (loaded, result) {
                     (Err(msg), _) => self.diag(
-                        Severity::Error,
-                        "thin-member-unreadable",
+                        ReadCode::ThinMemberUnreadable,
                         Some(mid),
                         None,
                         0,
@@ -642,8 +637,7 @@ impl Walker<'_, '_> {
             }
             if !member.complete(data.len() as u64) {
                 self.diag(
-                    Severity::Error,
-                    "malformed-archive",
+                    ReadCode::MalformedArchive,
                     Some(id),
                     place.file_base,
                     offset,
@@ -676,8 +670,7 @@ impl Walker<'_, '_> {
         if members == 0 && data.len() > 8 {
             // object reads an archive cut inside its symbol table as an empty archive.
             self.diag(
-                Severity::Error,
-                "malformed-archive",
+                ReadCode::MalformedArchive,
                 Some(id),
                 place.file_base,
                 8,
@@ -696,8 +689,7 @@ impl Walker<'_, '_> {
         let elf = Elf::parse(data)?;
         for seg in &elf.truncated_segments {
             self.diag(
-                Severity::Error,
-                "truncated-file",
+                ReadCode::TruncatedFile,
                 place.parent,
                 place.file_base,
                 seg.offset,
@@ -787,8 +779,7 @@ impl Walker<'_, '_> {
         };
         for s in image.truncated_sections() {
             self.diag(
-                Severity::Error,
-                "truncated-file",
+                ReadCode::TruncatedFile,
                 Some(id),
                 place.file_base,
                 s.file_offset,
@@ -808,8 +799,7 @@ impl Walker<'_, '_> {
         if let Some((ws, w)) = &wrappers {
             if let Some(len) = w.ragged {
                 self.diag(
-                    Severity::Warning,
-                    "wrapper-table-size",
+                    ReadCode::WrapperTableSize,
                     Some(id),
                     place.file_base,
                     ws.file_offset,
@@ -821,8 +811,7 @@ impl Walker<'_, '_> {
             }
             for &(at, i) in &w.bad {
                 self.diag(
-                    Severity::Warning,
-                    "bad-wrapper",
+                    ReadCode::BadWrapper,
                     Some(id),
                     place.file_base,
                     at,
@@ -862,8 +851,7 @@ impl Walker<'_, '_> {
                         starts.insert(rva - u64::from(fb.rva));
                     }
                     _ => self.diag(
-                        Severity::Warning,
-                        "wrapper-outside-fatbin",
+                        ReadCode::WrapperOutsideFatbin,
                         Some(sid),
                         place.file_base,
                         r.file_offset,
@@ -887,8 +875,7 @@ impl Walker<'_, '_> {
                         by_section.entry(index).or_default().insert(off);
                     }
                     None => self.diag(
-                        Severity::Warning,
-                        "wrapper-outside-fatbin",
+                        ReadCode::WrapperOutsideFatbin,
                         Some(id),
                         place.file_base,
                         r.file_offset,
@@ -1083,8 +1070,7 @@ impl Walker<'_, '_> {
                         self.unclassified += 1;
                         if self.unclassified <= MAX_UNCLASSIFIED {
                             self.diag(
-                                Severity::Warning,
-                                "unclassified-gpu-code",
+                                ReadCode::UnclassifiedGpuCode,
                                 Some(parent),
                                 place.file_base,
                                 r.file_offset.saturating_add(off),
@@ -1241,8 +1227,7 @@ impl Walker<'_, '_> {
             let wdata = Bytes::new(elf.section_data(ws)?);
             if wdata.len() % WRAPPER_SIZE != 0 {
                 self.diag(
-                    Severity::Warning,
-                    "wrapper-table-size",
+                    ReadCode::WrapperTableSize,
                     Some(sid),
                     place.file_base,
                     ws.offset,
@@ -1261,7 +1246,7 @@ impl Walker<'_, '_> {
                 let at = i * WRAPPER_SIZE;
                 let file_at = ws.offset.saturating_add(at);
                 if !wdata.has_at(at, &WRAPPER_MAGIC) {
-                    self.diag(Severity::Warning, "bad-wrapper", Some(sid), place.file_base, file_at, format!("wrapper #{i} in .hipFatBinSegment lacks the HIPF magic and version 1; skipped"));
+                    self.diag(ReadCode::BadWrapper, Some(sid), place.file_base, file_at, format!("wrapper #{i} in .hipFatBinSegment lacks the HIPF magic and version 1; skipped"));
                     continue;
                 }
                 had_wrappers = true;
@@ -1294,8 +1279,7 @@ impl Walker<'_, '_> {
                         starts.insert(off);
                     }
                     None => self.diag(
-                        Severity::Warning,
-                        "wrapper-outside-fatbin",
+                        ReadCode::WrapperOutsideFatbin,
                         Some(sid),
                         place.file_base,
                         file_at,
@@ -1324,8 +1308,7 @@ impl Walker<'_, '_> {
         if starts.is_empty() {
             if had_wrappers {
                 self.diag(
-                    Severity::Warning,
-                    "sequential-walk",
+                    ReadCode::SequentialWalk,
                     splace.parent,
                     splace.file_base,
                     0,
@@ -1365,7 +1348,7 @@ impl Walker<'_, '_> {
                     && self.bundle_magic_at(data, place.file_base, next)
                     && !starts.contains(&next)
                 {
-                    self.diag(Severity::Warning, "unreferenced-bundle", place.parent, place.file_base, next, "a bundle here is not referenced by any .hipFatBinSegment wrapper; read anyway".into());
+                    self.diag(ReadCode::UnreferencedBundle, place.parent, place.file_base, next, "a bundle here is not referenced by any .hipFatBinSegment wrapper; read anyway".into());
                     queue.push_front(next);
                 }
             }
@@ -1433,8 +1416,7 @@ impl Walker<'_, '_> {
             let slice = b.tail(pos).unwrap_or_default();
             if sniff(slice).is_none_or(|s| !matches!(s, Sniff::Bundle | Sniff::Ccob)) {
                 self.diag(
-                    Severity::Warning,
-                    "fatbin-garbage",
+                    ReadCode::FatbinGarbage,
                     place.parent,
                     place.file_base,
                     pos,
@@ -1685,8 +1667,7 @@ impl Walker<'_, '_> {
     fn check_overlaps(&mut self, header: &BundleHeader, cid: usize, base: Option<u64>) {
         for (a, b) in bundle::overlaps(header) {
             self.diag(
-                Severity::Warning,
-                "overlapping-entries",
+                ReadCode::OverlappingEntries,
                 Some(cid),
                 base,
                 0,
@@ -1738,7 +1719,7 @@ impl Walker<'_, '_> {
                 *hash_ok = Some(ok);
             }
             if !ok {
-                self.diag(Severity::Warning, "ccob-hash-mismatch", Some(cid), place.file_base, 16, format!("stored hash {:016x} differs from the MD5-based hash {:016x} of the decompressed bundle", h.hash, ccob::hash(&bytes)));
+                self.diag(ReadCode::CcobHashMismatch, Some(cid), place.file_base, 16, format!("stored hash {:016x} differs from the MD5-based hash {:016x} of the decompressed bundle", h.hash, ccob::hash(&bytes)));
             }
             if let Err(e) = self.bundle(&bytes, inner, None) {
                 self.diag_err(Some(cid), None, e);
@@ -1754,8 +1735,7 @@ impl Walker<'_, '_> {
             Some(n) => Ok(Some(h.header_size + n)),
             None => {
                 self.diag(
-                    Severity::Error,
-                    "malformed-ccob",
+                    ReadCode::MalformedCcob,
                     Some(cid),
                     place.file_base,
                     h.header_size,
@@ -1862,7 +1842,7 @@ impl Walker<'_, '_> {
         for e in order {
             let end = e.offset.checked_add(e.size);
             if end.is_none_or(|end| end > h.uncompressed_size) {
-                self.diag(Severity::Error, "malformed-bundle", Some(cid), None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw, e.offset, e.size, h.uncompressed_size));
+                self.diag(ReadCode::MalformedBundle, Some(cid), None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw, e.offset, e.size, h.uncompressed_size));
                 continue;
             }
             if e.size == 0 {
@@ -1871,8 +1851,7 @@ impl Walker<'_, '_> {
             }
             if e.offset > limit {
                 self.diag(
-                    Severity::Error,
-                    "decompression-limit",
+                    ReadCode::DecompressionLimit,
                     Some(cid),
                     None,
                     e.offset,
@@ -1901,8 +1880,7 @@ impl Walker<'_, '_> {
             };
             if (bytes.len() as u64) < want {
                 self.diag(
-                    Severity::Error,
-                    "malformed-ccob",
+                    ReadCode::MalformedCcob,
                     Some(cid),
                     None,
                     e.offset,
@@ -2045,8 +2023,7 @@ impl Walker<'_, '_> {
                     header = Some(h);
                 }
                 Err(e) => self.diag(
-                    Severity::Error,
-                    "malformed-code-object",
+                    ReadCode::MalformedCodeObject,
                     place.parent,
                     place.file_base,
                     offset,
@@ -2060,8 +2037,7 @@ impl Walker<'_, '_> {
             if let Some(declared) = id.target_id() {
                 if declared != *t {
                     self.diag(
-                        Severity::Warning,
-                        "entry-target-mismatch",
+                        ReadCode::EntryTargetMismatch,
                         place.parent,
                         place.file_base,
                         offset,
@@ -2075,8 +2051,7 @@ impl Walker<'_, '_> {
             match metadata::read(data) {
                 Ok(m) => md = m,
                 Err(e) => self.diag(
-                    Severity::Error,
-                    "malformed-metadata",
+                    ReadCode::MalformedMetadata,
                     place.parent,
                     place.file_base,
                     offset,

@@ -35,5 +35,6 @@ pub use inspect::{
     ThinMemberLoader, fill_at, inspect, inspect_head, inspect_with, sniff,
 };
 pub use model::{
-    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Loading, Severity,
+    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Loading, ReadCode,
+    Severity,
 };

@@ -248,23 +248,80 @@ impl CodeObject {
     }
 }
 
-/// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Something unusual that does not stop reading.
-    Warning,
-    /// Part of the file could not be read.
-    Error,
+pub use rocpack_finding::Severity;
+
+rocpack_finding::codes! {
+    /// What reading a file can find: the "Reading files" codes of docs/diagnostics.md, each
+    /// with its severity.
+    pub enum ReadCode in "read" {
+        /// A host ELF header table runs outside the file, or the ELF class is unsupported.
+        MalformedElf = ("malformed-elf", Error),
+        /// A PE image's headers, section table or base relocation directory are unusable.
+        MalformedPe = ("malformed-pe", Error),
+        /// An offload bundle's table is truncated, claims too many entries, or points outside.
+        MalformedBundle = ("malformed-bundle", Error),
+        /// A compressed bundle's header is invalid, or its data corrupt or of another size.
+        MalformedCcob = ("malformed-ccob", Error),
+        /// A compressed bundle declares more than `--max-decompressed` bytes.
+        DecompressionLimit = ("decompression-limit", Error),
+        /// An OffloadBinary's header, entries or strings point outside it.
+        MalformedOffloadBinary = ("malformed-offload-binary", Error),
+        /// An archive member header is invalid or runs past the archive.
+        MalformedArchive = ("malformed-archive", Error),
+        /// An entry looks like an AMDGPU ELF but its header is not readable.
+        MalformedCodeObject = ("malformed-code-object", Error),
+        /// A code object's notes or its metadata document are malformed.
+        MalformedMetadata = ("malformed-metadata", Error),
+        /// A PT_LOAD segment (ELF) or a section's raw data (PE) runs past the end of the file.
+        TruncatedFile = ("truncated-file", Error),
+        /// More than 1,000,000 containers and entries in one file; the rest was not read.
+        TooManyItems = ("too-many-items", Error),
+        /// A thin archive names a file that cannot be read.
+        ThinMemberUnreadable = ("thin-member-unreadable", Error),
+        /// A FIFO, socket or device where a file was expected: skipped without opening it.
+        NotRegularFile = ("not-regular-file", Error),
+        /// The file shrank while it was being read.
+        FileChanged = ("file-changed", Error),
+        /// A file could not be opened or read.
+        UnreadableFile = ("unreadable-file", Error),
+        /// A directory of a walked tree could not be listed.
+        UnreadableDirectory = ("unreadable-directory", Error),
+        /// A walked tree nests deeper than the walk goes.
+        TooDeep = ("too-deep", Error),
+        /// A symbolic link that leads to no file (dangling, a loop or a directory).
+        DanglingLink = ("dangling-link", Warning),
+        /// A thin archive member was not read (library use without a loader).
+        ThinMemberUnread = ("thin-member-unread", Warning),
+        /// The stored hash differs from the MD5-based hash of the decompressed bundle.
+        CcobHashMismatch = ("ccob-hash-mismatch", Warning),
+        /// The bundle entry ID names another target than the code object's ELF header.
+        EntryTargetMismatch = ("entry-target-mismatch", Warning),
+        /// Two entries of one bundle overlap.
+        OverlappingEntries = ("overlapping-entries", Warning),
+        /// A fat binary wrapper lacks the HIPF magic or version 1.
+        BadWrapper = ("bad-wrapper", Warning),
+        /// The wrapper section is not a whole number of wrappers.
+        WrapperTableSize = ("wrapper-table-size", Warning),
+        /// A wrapper's pointer does not resolve into the fat binary section.
+        WrapperOutsideFatbin = ("wrapper-outside-fatbin", Warning),
+        /// No wrapper could be used; the fat binary was walked bundle by bundle.
+        SequentialWalk = ("sequential-walk", Warning),
+        /// A bundle in the fat binary that no wrapper points to (read anyway).
+        UnreferencedBundle = ("unreferenced-bundle", Warning),
+        /// Bytes outside the fat binary start like GPU code but do not parse as it.
+        UnclassifiedGpuCode = ("unclassified-gpu-code", Warning),
+        /// Bytes in the fat binary that are neither padding nor a bundle; the walk stops.
+        FatbinGarbage = ("fatbin-garbage", Warning),
+    }
 }
 
 /// Something found wrong while reading.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
-    /// Warning or error.
+    /// Warning or error: the code's severity.
     pub severity: Severity,
     /// Stable kebab-case code.
-    pub code: &'static str,
+    pub code: ReadCode,
     /// The container it concerns.
     pub container: Option<usize>,
     /// Byte offset in the file when known, else within the container's data.
@@ -390,7 +447,7 @@ impl Inspection {
     pub fn unclassified(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics
             .iter()
-            .filter(|d| d.code == "unclassified-gpu-code")
+            .filter(|d| d.code == ReadCode::UnclassifiedGpuCode)
     }
 
     /// Whether any error-level diagnostic was recorded.

@@ -201,13 +201,13 @@ fn arc(v: Vec<u8>) -> Arc<[u8]> {
 }
 
 fn codes(r: &Inspection) -> Vec<&'static str> {
-    r.diagnostics.iter().map(|d| d.code).collect()
+    r.diagnostics.iter().map(|d| d.code.as_str()).collect()
 }
 
 fn has(r: &Inspection, severity: Severity, code: &str) -> bool {
     r.diagnostics
         .iter()
-        .any(|d| d.severity == severity && d.code == code)
+        .any(|d| d.severity == severity && d.code.as_str() == code)
 }
 
 // ----- memory ---------------------------------------------------------------------------------

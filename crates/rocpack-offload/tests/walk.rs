@@ -15,7 +15,7 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 fn codes(i: &Inspection) -> Vec<&'static str> {
-    i.diagnostics.iter().map(|d| d.code).collect()
+    i.diagnostics.iter().map(|d| d.code.as_str()).collect()
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> usize {

@@ -888,24 +888,7 @@ impl Remedy {
     }
 }
 
-/// Severity of a pitfall or planner finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
+pub use rocpack_finding::Severity;
 
 /// One `[[pitfall]]`.
 #[derive(Debug, Clone)]

@@ -15,5 +15,5 @@ pub mod planner;
 pub mod verify;
 
 pub use kb::Knowledge;
-pub use model::{Plan, Request, Tool};
+pub use model::{Plan, PlanCode, Request, Tool};
 pub use planner::{PlanError, plan};

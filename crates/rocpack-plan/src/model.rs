@@ -306,6 +306,24 @@ pub enum FindingStatus {
     Resolved,
 }
 
+rocpack_finding::codes! {
+    /// What the planner itself finds (pitfalls carry their own ids and severities, from
+    /// data/plan/pitfalls.toml), with the severity each has unless it says otherwise
+    /// (docs/diagnostics.md, "plan").
+    pub enum PlanCode in "plan" {
+        /// A component supports none of the requested targets.
+        NoSupportedTarget = ("no-supported-target", Error),
+        /// A component needs a dependency the plan does not build.
+        DependencyNotBuilt = ("dependency-not-built", Error),
+        /// An optional dependency is off because the plan does not build it.
+        DependencyTurnedOff = ("dependency-turned-off", Info),
+        /// A `--set` names an option the component does not have at the release.
+        UnknownOption = ("unknown-option", Warning),
+        /// The engine asked for (`--for`) has no recipe at the release.
+        EngineLacksRelease = ("engine-lacks-release", Error),
+    }
+}
+
 /// A pitfall that fired, or a planner finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {

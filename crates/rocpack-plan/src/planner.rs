@@ -18,8 +18,8 @@ use crate::kb::{
 };
 use crate::model::{
     Addition, ComponentPlan, Exclusion, FamilyCoverage, FamilyExpansion, Finding, FindingStatus,
-    OptionOverride, Plan, Request, SCHEMA, Setting, SettingKind, SettingOrigin, Status, Summary,
-    Tool, processor, processors, unverified,
+    OptionOverride, Plan, PlanCode, Request, SCHEMA, Setting, SettingKind, SettingOrigin, Status,
+    Summary, Tool, processor, processors, unverified,
 };
 
 /// A request the knowledge base cannot plan.
@@ -839,11 +839,11 @@ fn skip_empty(
             "{c} supports none of the requested targets ({}); it supports {supported}",
             asked.join(" ")
         );
-        let key = ("no-supported-target".to_owned(), c.clone());
+        let key = (PlanCode::NoSupportedTarget.as_str().to_owned(), c.clone());
         if cx.explicit.contains(c) {
             findings.entry(key).or_insert_with(|| Finding {
-                id: "no-supported-target".to_owned(),
-                severity: Severity::Error,
+                id: PlanCode::NoSupportedTarget.as_str().to_owned(),
+                severity: PlanCode::NoSupportedTarget.severity(),
                 component: c.clone(),
                 effect: "configure-error".to_owned(),
                 message: format!(
@@ -868,7 +868,7 @@ fn skip_empty(
         findings.insert(
             key,
             Finding {
-                id: "no-supported-target".to_owned(),
+                id: PlanCode::NoSupportedTarget.as_str().to_owned(),
                 severity: Severity::Warning,
                 component: c.clone(),
                 effect: "component-disabled".to_owned(),
@@ -912,10 +912,10 @@ fn propagate_skips(
                 .is_some_and(|(_, _, origin)| *origin == SettingOrigin::User)
             {
                 findings
-                    .entry(("dependency-not-built".to_owned(), c.clone()))
+                    .entry((PlanCode::DependencyNotBuilt.as_str().to_owned(), c.clone()))
                     .or_insert_with(|| Finding {
-                        id: "dependency-not-built".to_owned(),
-                        severity: Severity::Error,
+                        id: PlanCode::DependencyNotBuilt.as_str().to_owned(),
+                        severity: PlanCode::DependencyNotBuilt.severity(),
                         component: c.clone(),
                         effect: "configure-error".to_owned(),
                         message: format!(
@@ -937,12 +937,12 @@ fn propagate_skips(
             );
             findings.insert(
                 (
-                    "dependency-turned-off".to_owned(),
+                    PlanCode::DependencyTurnedOff.as_str().to_owned(),
                     format!("{c}/{}", od.option),
                 ),
                 Finding {
-                    id: "dependency-turned-off".to_owned(),
-                    severity: Severity::Info,
+                    id: PlanCode::DependencyTurnedOff.as_str().to_owned(),
+                    severity: PlanCode::DependencyTurnedOff.severity(),
                     component: c.clone(),
                     effect: "component-disabled".to_owned(),
                     message: format!(
@@ -965,10 +965,10 @@ fn propagate_skips(
             let reason = format!("needs {d}, which is not built");
             if cx.explicit.contains(c) {
                 findings
-                    .entry(("dependency-not-built".to_owned(), c.clone()))
+                    .entry((PlanCode::DependencyNotBuilt.as_str().to_owned(), c.clone()))
                     .or_insert_with(|| Finding {
-                        id: "dependency-not-built".to_owned(),
-                        severity: Severity::Error,
+                        id: PlanCode::DependencyNotBuilt.as_str().to_owned(),
+                        severity: PlanCode::DependencyNotBuilt.severity(),
                         component: c.clone(),
                         effect: "configure-error".to_owned(),
                         message: format!("{c} {reason}"),
@@ -1200,8 +1200,8 @@ fn assemble(
                 .any(|(n, _)| *n == o.option);
         if !declared && comps.contains(&o.component) {
             findings.push(Finding {
-                id: "unknown-option".to_owned(),
-                severity: Severity::Warning,
+                id: PlanCode::UnknownOption.as_str().to_owned(),
+                severity: PlanCode::UnknownOption.severity(),
                 component: o.component.clone(),
                 effect: "variable-ignored".to_owned(),
                 message: format!(
@@ -1219,11 +1219,9 @@ fn assemble(
     findings.extend(engine_lacks_release(cx, &out));
     // A component's own pitfall says more than the planner's generic "nothing to build".
     let covered: BTreeSet<String> = findings.iter().map(|f| f.component.clone()).collect();
-    findings.extend(
-        extra
-            .into_values()
-            .filter(|f| !(f.id == "no-supported-target" && covered.contains(&f.component))),
-    );
+    findings.extend(extra.into_values().filter(|f| {
+        !(f.id == PlanCode::NoSupportedTarget.as_str() && covered.contains(&f.component))
+    }));
     let order = |c: &str| {
         cx.rel
             .release
@@ -1322,8 +1320,8 @@ fn engine_lacks_release(cx: &Context<'_>, comps: &[ComponentPlan]) -> Option<Fin
         )
     };
     Some(Finding {
-        id: "engine-lacks-release".to_owned(),
-        severity: Severity::Error,
+        id: PlanCode::EngineLacksRelease.as_str().to_owned(),
+        severity: PlanCode::EngineLacksRelease.severity(),
         component: (*first).to_owned(),
         effect: "no-package".to_owned(),
         message,
@@ -1404,7 +1402,7 @@ mod tests {
         let f: Vec<&Finding> = p
             .findings
             .iter()
-            .filter(|f| f.id == "engine-lacks-release")
+            .filter(|f| f.id == PlanCode::EngineLacksRelease.as_str())
             .collect();
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].status, FindingStatus::Open);
@@ -1427,13 +1425,13 @@ mod tests {
             !gfx1030(&kb, "6.2", Tool::Cmake)
                 .findings
                 .iter()
-                .any(|f| f.id == "engine-lacks-release")
+                .any(|f| f.id == PlanCode::EngineLacksRelease.as_str())
         );
         assert!(
             !gfx1030(&kb, "6.4", Tool::Gentoo)
                 .findings
                 .iter()
-                .any(|f| f.id == "engine-lacks-release")
+                .any(|f| f.id == PlanCode::EngineLacksRelease.as_str())
         );
     }
 

@@ -8,7 +8,7 @@
 //! let p = plan(kb, &request, "6.4", Tool::Cmake)?;
 //! let report = verify::verify(kb, &p, &["/opt/rocm".into()], None, None)?;
 //! verify::render_text(&report, &mut std::io::stdout().lock())?;
-//! std::process::exit(report.status().exit_code());
+//! std::process::exit(report.status().exit().code().into());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -66,7 +66,8 @@ use std::path::{Component, Path, PathBuf};
 
 use rayon::prelude::*;
 use rocpack_bytes::{human_size, lossless_string};
-use rocpack_offload::{ImageFormat, Severity};
+use rocpack_finding::Exit;
+use rocpack_offload::{ImageFormat, ReadCode, Severity};
 use rocpack_scan::{ScanOptions, inspect_file};
 use rocpack_verify::sysroot::Sysroot;
 use serde::Serialize;
@@ -112,12 +113,12 @@ pub enum Status {
 }
 
 impl Status {
-    /// The exit status of `rocpack plan verify`: 0, 1, 2 (usage errors are 2 as well).
-    pub fn exit_code(self) -> i32 {
+    /// How `rocpack plan verify` ends (exit status 0, 1, 2).
+    pub fn exit(self) -> Exit {
         match self {
-            Status::Clean => 0,
-            Status::Missing => 1,
-            Status::Unreadable => 2,
+            Status::Clean => Exit::Ok,
+            Status::Missing => Exit::NoMatch,
+            Status::Unreadable => Exit::Error,
         }
     }
 
@@ -228,9 +229,8 @@ pub struct Problem {
     pub path: String,
     /// `error` makes the report [`Status::Unreadable`]; `warning` does not.
     pub severity: Severity,
-    /// Stable kebab-case code: the reader's (docs/diagnostics.md), or `unreadable-file`,
-    /// `unreadable-directory`, `too-deep`, `dangling-link`.
-    pub code: String,
+    /// Stable kebab-case code, of the reading domain (docs/diagnostics.md).
+    pub code: ReadCode,
     /// Where in the file, e.g. `.hip_fatbin > bundle #3`; `null` for the whole file.
     pub container: Option<String>,
     /// Byte offset in the file (or in decompressed data, see `offset_in_file`).
@@ -452,11 +452,11 @@ fn path_string(p: &Path) -> String {
     lossless_string(p.as_os_str().as_bytes())
 }
 
-fn problem(path: &Path, severity: Severity, code: &str, message: String) -> Problem {
+fn problem(path: &Path, code: ReadCode, message: String) -> Problem {
     Problem {
         path: path_string(path),
-        severity,
-        code: code.to_owned(),
+        severity: code.severity(),
+        code,
         container: None,
         offset: None,
         offset_in_file: false,
@@ -482,8 +482,7 @@ impl Walk<'_> {
         if depth > MAX_DEPTH {
             self.problems.push(problem(
                 real,
-                Severity::Error,
-                "too-deep",
+                ReadCode::TooDeep,
                 format!("directory nesting deeper than {MAX_DEPTH}; not walked further"),
             ));
             return;
@@ -495,12 +494,8 @@ impl Walk<'_> {
         let entries = match std::fs::read_dir(real) {
             Ok(e) => e,
             Err(e) => {
-                self.problems.push(problem(
-                    real,
-                    Severity::Error,
-                    "unreadable-directory",
-                    e.to_string(),
-                ));
+                self.problems
+                    .push(problem(real, ReadCode::UnreadableDirectory, e.to_string()));
                 return;
             }
         };
@@ -508,12 +503,10 @@ impl Walk<'_> {
         for entry in entries {
             match entry {
                 Ok(e) => children.push(e),
-                Err(e) => self.problems.push(problem(
-                    real,
-                    Severity::Error,
-                    "unreadable-directory",
-                    e.to_string(),
-                )),
+                Err(e) => {
+                    self.problems
+                        .push(problem(real, ReadCode::UnreadableDirectory, e.to_string()))
+                }
             }
         }
         children.sort_by_key(|e| e.file_name());
@@ -527,12 +520,8 @@ impl Walk<'_> {
             let kind = match entry.file_type() {
                 Ok(t) => t,
                 Err(e) => {
-                    self.problems.push(problem(
-                        &path,
-                        Severity::Error,
-                        "unreadable-file",
-                        e.to_string(),
-                    ));
+                    self.problems
+                        .push(problem(&path, ReadCode::UnreadableFile, e.to_string()));
                     continue;
                 }
             };
@@ -559,8 +548,7 @@ impl Walk<'_> {
                 if !self.matcher.accepted(&next).is_empty() {
                     self.problems.push(problem(
                         &path,
-                        Severity::Error,
-                        "not-regular-file",
+                        ReadCode::NotRegularFile,
                         rocpack_scan::NotRegular::error(odd).to_string(),
                     ));
                 }
@@ -686,8 +674,7 @@ fn read_device_code(record: &Record) -> Read {
     if let Some(e) = &result.io_error {
         read.problems.push(problem(
             shown,
-            Severity::Error,
-            result.io_error_code.unwrap_or("unreadable-file"),
+            result.io_error_code.unwrap_or(ReadCode::UnreadableFile),
             e.clone(),
         ));
     }
@@ -708,7 +695,7 @@ fn read_device_code(record: &Record) -> Read {
         read.problems.push(Problem {
             path: path_string(shown),
             severity: d.severity,
-            code: d.code.to_owned(),
+            code: d.code,
             container: (location != "-").then_some(location),
             offset: d.offset,
             offset_in_file: d.offset_in_file,
@@ -1014,8 +1001,7 @@ fn distinct_files(
                 };
                 problems.push(problem(
                     &path,
-                    Severity::Warning,
-                    "dangling-link",
+                    ReadCode::DanglingLink,
                     format!(
                         "symbolic link that leads to no file, in the install or {within} \
                          (dangling, a loop or a directory); not counted"
@@ -1028,12 +1014,7 @@ fn distinct_files(
             match std::fs::metadata(&hit.path) {
                 Ok(m) => (path.clone(), m),
                 Err(e) => {
-                    problems.push(problem(
-                        &path,
-                        Severity::Error,
-                        "unreadable-file",
-                        e.to_string(),
-                    ));
+                    problems.push(problem(&path, ReadCode::UnreadableFile, e.to_string()));
                     continue;
                 }
             }
@@ -1416,10 +1397,7 @@ fn write_problems(report: &Report, out: &mut impl Write) -> io::Result<()> {
     if !report.problems.is_empty() {
         writeln!(out)?;
         for p in &report.problems {
-            let sev = match p.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-            };
+            let sev = p.severity.as_str();
             let mut at = String::new();
             if let Some(c) = &p.container {
                 at.push_str(&format!(" {c},"));

@@ -256,7 +256,7 @@ fn fixture_install_found_missing_unplanned_and_bytes() {
 
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(report.status(), Status::Missing);
-    assert_eq!(report.status().exit_code(), 1);
+    assert_eq!(report.status().exit().code(), 1);
     assert_eq!(report.summary.absent, 1);
     assert_eq!(report.summary.with_missing, 1);
     // rocRAND, rocBLAS (7), rocSPARSE, rocFFT, hipBLAS, composable_kernel; not libunrelated.so.
@@ -338,10 +338,10 @@ fn unreadable_file_is_listed_and_the_walk_goes_on() {
     )
     .unwrap();
     assert_eq!(report.status(), Status::Unreadable);
-    assert_eq!(report.status().exit_code(), 2);
+    assert_eq!(report.status().exit().code(), 2);
     let p = &report.problems[0];
     assert!(p.path.ends_with("TensileLibrary_cut_gfx1030.co"), "{p:?}");
-    assert_eq!(p.code, "malformed-bundle");
+    assert_eq!(p.code.as_str(), "malformed-bundle");
     assert_eq!((p.offset, p.offset_in_file), (Some(0x53), true));
     assert!(p.message.contains("runs past"), "{}", p.message);
     let c = report.component("rocBLAS").unwrap();
@@ -401,7 +401,7 @@ fn debian_packages_in_separate_prefixes_are_one_install() {
     assert_eq!((c.state, c.files), (ComponentState::Installed, 1));
     // The dangling link is a warning, not an unreadable file.
     assert_eq!(report.problems.len(), 1);
-    assert_eq!(report.problems[0].code, "dangling-link");
+    assert_eq!(report.problems[0].code.as_str(), "dangling-link");
     assert_eq!(report.status(), Status::Clean);
 }
 
@@ -509,7 +509,7 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
     let dangling: Vec<&str> = linked
         .problems
         .iter()
-        .filter(|p| p.code == "dangling-link")
+        .filter(|p| p.code.as_str() == "dangling-link")
         .map(|p| p.path.as_str())
         .collect();
     assert!(
@@ -530,9 +530,14 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
         confined.component("rocRAND").unwrap().state,
         ComponentState::Absent
     );
-    assert!(confined.problems.iter().any(|p| p.code == "dangling-link"
-        && p.path.ends_with("lib/librocrand.so.1.1")
-        && p.message.contains("inside")));
+    assert!(
+        confined
+            .problems
+            .iter()
+            .any(|p| p.code.as_str() == "dangling-link"
+                && p.path.ends_with("lib/librocrand.so.1.1")
+                && p.message.contains("inside"))
+    );
 
     // Confined to a root that holds both, absolute links are read inside it: written as the
     // target system names them (/nix/store/...), they resolve under the root.

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use rocpack_offload::{
-    HEAD_LEN, Inspection, Options, ThinMemberLoader, inspect_head, inspect_with,
+    HEAD_LEN, Inspection, Options, ReadCode, ThinMemberLoader, inspect_head, inspect_with,
 };
 
 pub use map::{
@@ -101,7 +101,7 @@ pub struct FileResult {
     /// The diagnostic code of `io_error` when it has one (docs/diagnostics.md):
     /// `not-regular-file` for a FIFO, socket or device skipped without opening it,
     /// `file-changed` for a file that shrank while it was read.
-    pub io_error_code: Option<&'static str>,
+    pub io_error_code: Option<ReadCode>,
 }
 
 impl FileResult {
@@ -146,11 +146,11 @@ impl FileResult {
 }
 
 /// The diagnostic code for an I/O error that has one (see [`FileResult::io_error_code`]).
-pub fn io_error_code(error: &std::io::Error) -> Option<&'static str> {
+pub fn io_error_code(error: &std::io::Error) -> Option<ReadCode> {
     if NotRegular::of_error(error).is_some() {
-        Some("not-regular-file")
+        Some(ReadCode::NotRegularFile)
     } else if FileChanged::is(error) {
-        Some("file-changed")
+        Some(ReadCode::FileChanged)
     } else {
         None
     }

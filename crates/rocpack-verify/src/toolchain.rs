@@ -397,7 +397,6 @@ fn find_drivers(
             None => report.findings.push(
                 Finding::new(
                     Code::ClangResourceDir,
-                    Severity::Error,
                     hipcc,
                     "hipcc has no clang to run: none of the directories it takes clang from holds clang++ or clang".to_owned(),
                 )
@@ -419,7 +418,6 @@ fn find_drivers(
             report.findings.push(
                 Finding::new(
                     Code::UnreadableFile,
-                    Severity::Error,
                     &d.path,
                     format!("clang driver {} does not lead to a file", d.path.display()),
                 )
@@ -742,7 +740,7 @@ fn check_resource_dir(
     let clang_name = c.binary.display().to_string();
     let Some(version) = c.version else {
         out.push(
-            Finding::new(
+            Finding::with_severity(
                 Code::ClangResourceDir,
                 Severity::Warning,
                 &c.binary,
@@ -759,7 +757,7 @@ fn check_resource_dir(
     let names = resource_dir_names(c);
     if names.is_empty() {
         out.push(
-            Finding::new(
+            Finding::with_severity(
                 Code::ClangResourceDir,
                 Severity::Warning,
                 &c.binary,
@@ -885,7 +883,7 @@ fn check_resource_dir(
             "{rule}; install clang's headers there (Debian: libclang-common-{major}-dev)"
         ));
     }
-    let mut f = Finding::new(Code::ClangResourceDir, Severity::Error, &c.binary, problem)
+    let mut f = Finding::new(Code::ClangResourceDir, &c.binary, problem)
         .hint(hints.join("; "))
         .detail("clang", clang_name)
         .detail("version", version_text)
@@ -1080,7 +1078,7 @@ fn check_device_libs(
                 needs.insert(name, lib);
             }
             None => out.push(
-                Finding::new(
+                Finding::with_severity(
                     Code::MissingDeviceLib,
                     Severity::Warning,
                     prefix,
@@ -1101,7 +1099,7 @@ fn check_device_libs(
         // would use device libraries, but nothing can compile HIP either. One warning, not one
         // error per target.
         out.push(
-            Finding::new(
+            Finding::with_severity(
                 Code::MissingDeviceLib,
                 Severity::Warning,
                 prefix,
@@ -1177,7 +1175,6 @@ fn check_device_libs(
             out.push(
                 Finding::new(
                     Code::MissingDeviceLib,
-                    Severity::Error,
                     &c.binary,
                     format!(
                         "{clang_name} finds no AMDGPU device-library directory; every HIP compile{} fails with \"cannot find ROCm device library\"",
@@ -1242,7 +1239,6 @@ fn missing_lib(
     };
     let mut f = Finding::new(
         Code::MissingDeviceLib,
-        Severity::Error,
         file,
         format!("{what}: not in {}", display_list(searched)),
     )
@@ -1315,7 +1311,6 @@ fn check_hip_configs(
             (Some(h), None) => out.push(
                 Finding::new(
                     Code::HipConfigMismatch,
-                    Severity::Error,
                     h,
                     format!("{} has the hip package but no hip-lang/hip-lang-config.cmake", d.display()),
                 )
@@ -1324,7 +1319,6 @@ fn check_hip_configs(
             (None, Some(l)) => out.push(
                 Finding::new(
                     Code::HipConfigMismatch,
-                    Severity::Error,
                     l,
                     format!("{} has the hip-lang package but no hip/hip-config.cmake", d.display()),
                 )
@@ -1337,7 +1331,6 @@ fn check_hip_configs(
                     (Some(a), Some(b)) if a != b => out.push(
                         Finding::new(
                             Code::HipConfigMismatch,
-                            Severity::Error,
                             h,
                             format!("hip is version {a} but hip-lang beside it is {b}"),
                         )
@@ -1347,7 +1340,7 @@ fn check_hip_configs(
                     ),
                     (Some(_), Some(_)) => {}
                     _ => out.push(
-                        Finding::new(
+                        Finding::with_severity(
                             Code::HipConfigMismatch,
                             Severity::Warning,
                             h,
@@ -1553,7 +1546,6 @@ fn check_clang_globs(
                     out.push(
                         Finding::new(
                             Code::HipConfigMismatch,
-                            Severity::Error,
                             file,
                             format!(
                                 "line {line}: the search for clang's headers ({pattern}, here {}) finds no directory with {header}",
@@ -1574,7 +1566,7 @@ fn check_clang_globs(
                         .any(|m| tree.real(m).is_some_and(|r| resource_dirs.contains(&r)))
                 {
                     out.push(
-                        Finding::new(
+                        Finding::with_severity(
                             Code::HipConfigMismatch,
                             Severity::Warning,
                             file,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::linkage::Input;
-use crate::{Code, Finding, Severity};
+use crate::{Code, Finding};
 
 /// The kind of one file, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
                     rocpack_scan::walk::MAX_DEPTH
                 ),
             };
-            Finding::new(Code::UnreadableFile, Severity::Error, &p, message)
+            Finding::new(Code::UnreadableFile, &p, message)
         })
         .collect();
     // Every name ld.so could be given (files, and links by their names); every file to read
@@ -60,12 +60,11 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
             Ok(Kind::Dynamic) => input.files.push(f),
             Ok(Kind::Archive) => input.archives.push(f),
             Ok(Kind::Other) => {}
-            Err(e) if rocpack_scan::NotRegular::of_error(&e).is_some() => findings.push(
-                Finding::new(Code::NotRegularFile, Severity::Error, &f, e.to_string()),
-            ),
+            Err(e) if rocpack_scan::NotRegular::of_error(&e).is_some() => {
+                findings.push(Finding::new(Code::NotRegularFile, &f, e.to_string()))
+            }
             Err(e) => findings.push(Finding::new(
                 Code::UnreadableFile,
-                Severity::Error,
                 &f,
                 format!("cannot read: {e}"),
             )),

@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             output::error(&err);
-            output::Status::Error.into()
+            output::Exit::Error.into()
         }
     }
 }

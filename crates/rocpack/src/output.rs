@@ -4,31 +4,11 @@
 use std::fs;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
-use std::process::ExitCode;
 
 use rocpack_offload::{Inspection, Severity};
 use rocpack_scan::FileResult;
 
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Status {
-    /// Everything was read.
-    Ok,
-    /// Nothing matched the request.
-    NoMatch,
-    /// A file could not be read completely, or the command failed.
-    Error,
-}
-
-impl From<Status> for ExitCode {
-    fn from(s: Status) -> ExitCode {
-        ExitCode::from(match s {
-            Status::Ok => 0,
-            Status::NoMatch => 1,
-            Status::Error => 2,
-        })
-    }
-}
+pub use rocpack_finding::Exit;
 
 /// Prints `error: …` and its causes once, at the edge.
 pub fn error(err: &anyhow::Error) {
@@ -47,9 +27,9 @@ pub fn path_string(path: &Path) -> String {
 }
 
 /// Prints the diagnostics of every result on stderr; returns the resulting status.
-pub fn report_problems(results: &[FileResult]) -> Status {
+pub fn report_problems(results: &[FileResult]) -> Exit {
     let mut e = io::stderr().lock();
-    let mut status = Status::Ok;
+    let mut status = Exit::Ok;
     for r in results {
         let path = path_string(&r.path);
         if let Some(err) = &r.io_error {
@@ -58,13 +38,13 @@ pub fn report_problems(results: &[FileResult]) -> Status {
                 None => format!("error: {path}: {err}"),
             };
             let _ = writeln!(e, "{}", escape_text(&line));
-            status = Status::Error;
+            status = Exit::Error;
         }
         if let Some(i) = &r.inspection {
             for d in &i.diagnostics {
                 let _ = writeln!(e, "{}", escape_text(&diagnostic_line(&path, i, d)));
                 if d.severity == Severity::Error {
-                    status = Status::Error;
+                    status = Exit::Error;
                 }
             }
         }
@@ -74,10 +54,7 @@ pub fn report_problems(results: &[FileResult]) -> Status {
 
 /// `warning[code]: file: location, offset 0x10 (in file): message`.
 pub fn diagnostic_line(path: &str, i: &Inspection, d: &rocpack_offload::Diagnostic) -> String {
-    let sev = match d.severity {
-        Severity::Warning => "warning",
-        Severity::Error => "error",
-    };
+    let sev = d.severity.as_str();
     let offset = match (d.offset, d.offset_in_file) {
         (Some(o), true) => format!(", file offset {o:#x}"),
         (Some(o), false) => format!(", offset {o:#x} in decompressed data"),

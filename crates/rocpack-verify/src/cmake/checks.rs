@@ -272,7 +272,7 @@ impl Evaluator<'_> {
                     "the config must compute this path from its own location (${_IMPORT_PREFIX}, PACKAGE_PREFIX_DIR) instead of naming the build tree".to_owned(),
                 )
             };
-            Finding::new(
+            Finding::with_severity(
                 Code::CmakePathOutsidePrefix,
                 severity,
                 loc.file.host.clone(),
@@ -282,7 +282,6 @@ impl Evaluator<'_> {
         } else {
             Finding::new(
                 Code::CmakeMissingFile,
-                Severity::Error,
                 loc.file.host.clone(),
                 format!("{what}, which does not exist{component}"),
             )

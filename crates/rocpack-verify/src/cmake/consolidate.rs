@@ -59,7 +59,7 @@ pub(crate) fn consolidate(findings: Vec<Finding>, fs: &Fs) -> Vec<Finding> {
         let targets = list(&group, "target");
         let name = file_name(&file);
         out.push(
-            Finding::new(
+            Finding::with_severity(
                 Code::CmakeMissingFile,
                 Severity::Warning,
                 &file,
@@ -122,7 +122,7 @@ pub(crate) fn consolidate(findings: Vec<Finding>, fs: &Fs) -> Vec<Finding> {
 
 /// One error standing for a group of missing-import findings of one file.
 fn grouped(file: &Path, group: &[Finding], message: String, hint: String) -> Finding {
-    Finding::new(Code::CmakeMissingFile, Severity::Error, file, message)
+    Finding::new(Code::CmakeMissingFile, file, message)
         .hint(hint)
         .detail(
             "line",

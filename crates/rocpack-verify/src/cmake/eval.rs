@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::Session;
 use super::lexer::{ArgKind, Node, RawArg};
 use super::paths::{dirname, join, normalize};
-use crate::finding::{Code, Finding, Severity};
+use crate::finding::{Code, Finding};
 
 /// Why a value is unknown, shown in findings.
 pub(crate) type Reason = Rc<str>;
@@ -354,13 +354,8 @@ impl<'s> Evaluator<'s> {
 
     /// A `cmake-not-evaluated` (info) finding at `loc`.
     pub fn note(&mut self, loc: &Loc, message: String, details: &[(&str, Value)]) {
-        let mut f = Finding::new(
-            Code::CmakeNotEvaluated,
-            Severity::Info,
-            loc.file.host.clone(),
-            message,
-        )
-        .detail("line", loc.line);
+        let mut f = Finding::new(Code::CmakeNotEvaluated, loc.file.host.clone(), message)
+            .detail("line", loc.line);
         for (k, v) in details {
             f = f.detail(k, v.clone());
         }

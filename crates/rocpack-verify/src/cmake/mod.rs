@@ -83,7 +83,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::finding::{Code, Finding, Severity};
+use crate::finding::{Code, Finding};
 use eval::{Evaluator, Loc, SourceFile};
 use paths::{Fs, absolute};
 
@@ -159,13 +159,7 @@ impl Session {
             return Ok(f.clone());
         }
         let unreadable = |message: String| {
-            Finding::new(
-                Code::UnreadableFile,
-                Severity::Error,
-                host.to_path_buf(),
-                message,
-            )
-            .detail("path", target)
+            Finding::new(Code::UnreadableFile, host.to_path_buf(), message).detail("path", target)
         };
         let bytes = std::fs::metadata(host)
             .and_then(|m| {

@@ -108,7 +108,7 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
         .flat_map(|o| o.obj.needed.iter().map(|n| &n[..]))
         .collect();
     for (path, e) in &index.unreadable {
-        report.findings.push(Finding::new(
+        report.findings.push(Finding::with_severity(
             Code::UnreadableFile,
             Severity::Warning,
             env.sysroot.host(path),
@@ -122,7 +122,6 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
             Err(e) => {
                 report.findings.push(Finding::new(
                     Code::UnreadableFile,
-                    Severity::Error,
                     &r.host,
                     format!("not a readable ELF file: {e}"),
                 ));
@@ -179,7 +178,7 @@ pub fn verify(env: &Environment, input: &Input) -> LinkReport {
                 Severity::Error
             };
             report.findings.push(
-                Finding::new(Code::MissingSymbolVersion, severity, &r.host, message)
+                Finding::with_severity(Code::MissingSymbolVersion, severity, &r.host, message)
                     .hint(format!(
                         "the loader refuses to start it: \"version `{}' not found\"; build against the {} that ships here, or ship a newer one",
                         lossy(&m.version),
@@ -291,38 +290,33 @@ fn unresolved_finding(
             r.path.display()
         )
     };
-    let mut f = Finding::new(
-        Code::UnresolvedLibrary,
-        Severity::Error,
-        env.sysroot.host(&r.path),
-        message,
-    )
-    .hint(hint)
-    .detail("library", lossy(name))
-    .detail("needed_by", path_str(&r.path))
-    .detail("closure_of", path_str(&first.path))
-    .detail(
-        "searched",
-        searched
-            .iter()
-            .map(|s| json!({"source": s.source, "dir": path_str(&s.dir)}))
-            .collect::<Vec<Value>>(),
-    )
-    .detail(
-        "skipped",
-        skipped
-            .iter()
-            .map(|(p, why)| json!({"path": path_str(p), "reason": why}))
-            .collect::<Vec<Value>>(),
-    )
-    .detail(
-        "stopped_at",
-        stopped_at.map(|(p, why)| json!({"path": path_str(p), "reason": why})),
-    )
-    .detail(
-        "found_elsewhere",
-        elsewhere.iter().map(|p| path_str(p)).collect::<Vec<_>>(),
-    );
+    let mut f = Finding::new(Code::UnresolvedLibrary, env.sysroot.host(&r.path), message)
+        .hint(hint)
+        .detail("library", lossy(name))
+        .detail("needed_by", path_str(&r.path))
+        .detail("closure_of", path_str(&first.path))
+        .detail(
+            "searched",
+            searched
+                .iter()
+                .map(|s| json!({"source": s.source, "dir": path_str(&s.dir)}))
+                .collect::<Vec<Value>>(),
+        )
+        .detail(
+            "skipped",
+            skipped
+                .iter()
+                .map(|(p, why)| json!({"path": path_str(p), "reason": why}))
+                .collect::<Vec<Value>>(),
+        )
+        .detail(
+            "stopped_at",
+            stopped_at.map(|(p, why)| json!({"path": path_str(p), "reason": why})),
+        )
+        .detail(
+            "found_elsewhere",
+            elsewhere.iter().map(|p| path_str(p)).collect::<Vec<_>>(),
+        );
     if requester == 0
         && let Some(n) = unchecked
     {
@@ -453,7 +447,7 @@ fn undefined_findings(
         defined_in.sort();
         defined_in.dedup();
         out.push(
-            Finding::new(Code::UndefinedSymbol, severity, host, message)
+            Finding::with_severity(Code::UndefinedSymbol, severity, host, message)
                 .hint(hint)
                 .detail("symbol", lossy(&syms[0].name))
                 .detail(
@@ -546,7 +540,7 @@ fn duplicates(roots: &[RootResult]) -> Vec<Finding> {
         .map(|n| demangle(n).unwrap_or_else(|| lossy(n)))
         .collect();
         out.push(
-            Finding::new(
+            Finding::with_severity(
                 Code::DuplicateDefinition,
                 severity,
                 &second.host,

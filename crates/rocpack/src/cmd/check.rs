@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::args::{CheckArgs, Global};
 use crate::cmd::gpu_arg;
-use crate::output::{self, Progress, Status};
+use crate::output::{self, Exit, Progress};
 
-pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &CheckArgs) -> Result<Exit> {
     let rules = gpu_arg::rules(&args.rules)?;
     let gpus = if args.gpus.is_empty() {
         gpu_arg::detected(args.sysfs_root.as_deref(), "--gpu")?
@@ -91,12 +91,12 @@ pub fn run(global: &Global, args: &CheckArgs) -> Result<Status> {
             if scanned.examined == 1 { "" } else { "s" }
         );
     }
-    Ok(if problems == Status::Error {
-        Status::Error
+    Ok(if problems == Exit::Error {
+        Exit::Error
     } else if all_run {
-        Status::Ok
+        Exit::Ok
     } else {
-        Status::NoMatch
+        Exit::NoMatch
     })
 }
 

@@ -8,9 +8,9 @@ use rocpack_devices::{
 };
 
 use crate::args::{DevicesArgs, Global};
-use crate::output::{Status, human_size};
+use crate::output::{Exit, human_size};
 
-pub fn run(global: &Global, args: &DevicesArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &DevicesArgs) -> Result<Exit> {
     let mut roots = match &args.sysfs_root {
         Some(dir) => Roots::at(dir),
         None => Roots::system(),
@@ -31,9 +31,9 @@ pub fn run(global: &Global, args: &DevicesArgs) -> Result<Status> {
         eprintln!("warning: {w}");
     }
     Ok(if detection.devices.is_empty() {
-        Status::NoMatch
+        Exit::NoMatch
     } else {
-        Status::Ok
+        Exit::Ok
     })
 }
 

@@ -7,19 +7,19 @@ use anyhow::{Context, Result};
 use clap::CommandFactory;
 
 use crate::args::{Cli, CompletionsArgs, ManArgs};
-use crate::output::{Status, write_atomically};
+use crate::output::{Exit, write_atomically};
 
 /// Prints the completion script for one shell.
-pub fn completions(args: &CompletionsArgs) -> Result<Status> {
+pub fn completions(args: &CompletionsArgs) -> Result<Exit> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "rocpack", &mut out);
     io::stdout().lock().write_all(&out)?;
-    Ok(Status::Ok)
+    Ok(Exit::Ok)
 }
 
 /// Writes rocpack.1 to stdout, or every page into a directory.
-pub fn man(args: &ManArgs) -> Result<Status> {
+pub fn man(args: &ManArgs) -> Result<Exit> {
     let mut cmd = Cli::command();
     // Builds the tree, which copies the global options (--json, --max-member, ...) into every
     // command, so each command's page lists all it accepts.
@@ -28,7 +28,7 @@ pub fn man(args: &ManArgs) -> Result<Status> {
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd).render(&mut out)?;
         io::stdout().lock().write_all(&out)?;
-        return Ok(Status::Ok);
+        return Ok(Exit::Ok);
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut pages = vec![("rocpack.1".to_owned(), render(cmd.clone())?)];
@@ -47,7 +47,7 @@ pub fn man(args: &ManArgs) -> Result<Status> {
             .with_context(|| format!("writing {}", dest.display()))?;
         println!("{}", dest.display());
     }
-    Ok(Status::Ok)
+    Ok(Exit::Ok)
 }
 
 fn render(cmd: clap::Command) -> Result<Vec<u8>> {

@@ -16,7 +16,7 @@ use rocpack_scan::{FileResult, ScanOptions, expand, inspect_file, package_kind};
 use serde::Serialize;
 
 use crate::args::{ExtractArgs, Global};
-use crate::output::{self, Status, path_string};
+use crate::output::{self, Exit, path_string};
 
 #[derive(Serialize)]
 struct Written<'a> {
@@ -138,7 +138,7 @@ impl Out<'_> {
     }
 }
 
-pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &ExtractArgs) -> Result<Exit> {
     let wanted =
         TargetId::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
     match wanted.validate() {
@@ -178,7 +178,7 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
         names: HashSet::new(),
         stdout: std::io::stdout().lock(),
     };
-    let mut status = Status::Ok;
+    let mut status = Exit::Ok;
     let mut results = Vec::new();
     let wanted_entry = |co: &CodeObject| {
         !co.host
@@ -230,14 +230,14 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Status> {
             output::path_text(&p),
             output::escape_text(&e)
         );
-        status = Status::Error;
+        status = Exit::Error;
     }
     if written == 0 {
         eprintln!(
             "rocpack: no code object for {wanted} in {}",
             args.path.display()
         );
-        status = status.max(Status::NoMatch);
+        status = status.max(Exit::NoMatch);
     }
     Ok(status)
 }

@@ -6,9 +6,9 @@ use anyhow::Result;
 use rocpack_amdgpu::catalogue::{self, Gpu};
 
 use crate::args::{Global, GpusArgs};
-use crate::output::{self, Status};
+use crate::output::{self, Exit};
 
-pub fn run(global: &Global, args: &GpusArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &GpusArgs) -> Result<Exit> {
     let entries: Vec<&Gpu> = match args.filter.as_deref() {
         None => catalogue::all().iter().collect(),
         Some(f) => match catalogue::find(f) {
@@ -22,7 +22,7 @@ pub fn run(global: &Global, args: &GpusArgs) -> Result<Status> {
         if let Some(f) = &args.filter {
             eprintln!("rocpack: no processor, generation or product matches {f:?}");
         }
-        return Ok(Status::NoMatch);
+        return Ok(Exit::NoMatch);
     }
     if global.json {
         for g in &entries {
@@ -35,7 +35,7 @@ pub fn run(global: &Global, args: &GpusArgs) -> Result<Status> {
         table(&mut out, &entries)?;
     }
     out.flush()?;
-    Ok(Status::Ok)
+    Ok(Exit::Ok)
 }
 
 fn yes(b: bool) -> &'static str {

@@ -11,7 +11,7 @@ use rocpack_scan::{ScanOptions, scan};
 use serde::Serialize;
 
 use crate::args::{Global, ListArgs};
-use crate::output::{self, Progress, Status, path_string};
+use crate::output::{self, Exit, Progress, path_string};
 
 /// One `list --json` record (docs/json.md, schema version 1).
 #[derive(Serialize)]
@@ -171,7 +171,7 @@ fn thousands_into(out: &mut String, n: u64) {
     }
 }
 
-pub fn run(global: &Global, args: &ListArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
     let opts = ScanOptions {
         decompress: args.verify,
         max_decompressed: global.max_decompressed,

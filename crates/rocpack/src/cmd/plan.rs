@@ -13,7 +13,7 @@ use rocpack_plan::{Knowledge, planner};
 
 use crate::args::{Global, PlanArgs};
 use crate::cmd::gpu_arg;
-use crate::output::{self, Status};
+use crate::output::{self, Exit};
 
 use crate::args::PlanFormat as Format;
 
@@ -34,7 +34,7 @@ fn format_of(args: &PlanArgs, global: &Global) -> Result<(Format, Tool)> {
     Ok((format, tool))
 }
 
-pub fn run(global: &Global, args: &PlanArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &PlanArgs) -> Result<Exit> {
     let kb = Knowledge::embedded().map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(crate::args::PlanCommand::Verify(v)) = &args.command {
         return verify(global, kb, v);
@@ -66,9 +66,9 @@ pub fn run(global: &Global, args: &PlanArgs) -> Result<Status> {
     };
     let plan = planner::plan(kb, &request, &release, tool)?;
     let status = if plan.summary.errors > 0 {
-        Status::NoMatch
+        Exit::NoMatch
     } else {
-        Status::Ok
+        Exit::Ok
     };
 
     let (stdout, files) = match format {
@@ -137,7 +137,7 @@ fn write_files(dir: &Path, files: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-fn list_components(global: &Global, kb: &Knowledge, release: &str) -> Result<Status> {
+fn list_components(global: &Global, kb: &Knowledge, release: &str) -> Result<Exit> {
     let Some(rel) = kb.releases.get(release) else {
         bail!("no knowledge of ROCm {release}");
     };
@@ -162,7 +162,7 @@ fn list_components(global: &Global, kb: &Knowledge, release: &str) -> Result<Sta
         for r in rows {
             writeln!(out, "{r}")?;
         }
-        return Ok(Status::Ok);
+        return Ok(Exit::Ok);
     }
     writeln!(
         out,
@@ -189,10 +189,10 @@ fn list_components(global: &Global, kb: &Knowledge, release: &str) -> Result<Sta
             info.device_code.as_str()
         )?;
     }
-    Ok(Status::Ok)
+    Ok(Exit::Ok)
 }
 
-fn list_families(global: &Global, kb: &Knowledge, release: &str) -> Result<Status> {
+fn list_families(global: &Global, kb: &Knowledge, release: &str) -> Result<Exit> {
     if !kb.releases.contains_key(release) {
         bail!("no knowledge of ROCm {release}");
     }
@@ -211,7 +211,7 @@ fn list_families(global: &Global, kb: &Knowledge, release: &str) -> Result<Statu
             )?;
         }
     }
-    Ok(Status::Ok)
+    Ok(Exit::Ok)
 }
 
 /// Human-readable plan.
@@ -408,7 +408,7 @@ pub fn render_text(kb: &Knowledge, plan: &Plan, out: &mut impl Write) -> io::Res
     Ok(())
 }
 
-fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -> Result<Status> {
+fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -> Result<Exit> {
     let text = rocpack_scan::read_regular_to_string(&args.plan)
         .with_context(|| format!("reading {}", args.plan.display()))?;
     let plan: Plan = serde_json::from_str(&text)
@@ -443,9 +443,5 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
     } else {
         rocpack_plan::verify::render_text(&report, &mut out)?;
     }
-    Ok(match report.status() {
-        rocpack_plan::verify::Status::Clean => Status::Ok,
-        rocpack_plan::verify::Status::Missing => Status::NoMatch,
-        rocpack_plan::verify::Status::Unreadable => Status::Error,
-    })
+    Ok(report.status().exit())
 }

@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::args::{Global, ScanArgs};
 use crate::cmd::gpu_arg;
-use crate::output::{self, Progress, Status, human_size, path_string};
+use crate::output::{self, Exit, Progress, human_size, path_string};
 
-pub fn run(global: &Global, args: &ScanArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &ScanArgs) -> Result<Exit> {
     let rules = gpu_arg::rules(&args.rules)?;
     let extra = args
         .gpus

@@ -14,13 +14,13 @@ use std::io::{self, Write};
 use anyhow::Result;
 use rocpack_amdgpu::metadata::{self, Demangler, Kernel, Metadata};
 use rocpack_offload::{
-    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, Severity,
+    CodeObject, Container, ContainerKind, Diagnostic, ImageFormat, Inspection, ReadCode,
 };
 use rocpack_scan::{FileResult, ScanOptions, inspect_file, scan};
 use serde::Serialize;
 
 use crate::args::{Global, ShowArgs};
-use crate::output::{self, Progress, Status, path_string, thousands};
+use crate::output::{self, Exit, Progress, path_string, thousands};
 
 /// Bytes of kernel names remembered between code objects (see [`Demangler`]): well above one
 /// bundle's names (a few hundred KB in the largest ROCm libraries), far below the memory the
@@ -37,7 +37,7 @@ enum Mode {
     JsonLines,
 }
 
-pub fn run(global: &Global, args: &ShowArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &ShowArgs) -> Result<Exit> {
     let mode = if args.jsonl {
         Mode::JsonLines
     } else if global.json {
@@ -163,8 +163,8 @@ fn decode(
         return Ok(None);
     }
     metadata::read_from(src, names).map_err(|e| Diagnostic {
-        severity: Severity::Error,
-        code: "malformed-metadata",
+        severity: ReadCode::MalformedMetadata.severity(),
+        code: ReadCode::MalformedMetadata,
         container: co.container,
         offset: Some(co.file_offset.unwrap_or(co.offset)),
         offset_in_file: co.file_offset.is_some(),

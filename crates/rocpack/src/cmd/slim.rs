@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
 use crate::cmd::gpu_arg;
-use crate::output::{Progress, Status, escape_text, human_size, path_string, path_text, thousands};
+use crate::output::{Exit, Progress, escape_text, human_size, path_string, path_text, thousands};
 
 /// Which command.
 enum Action {
@@ -39,7 +39,7 @@ impl Action {
     }
 }
 
-pub fn strip(global: &Global, args: &StripArgs) -> Result<Status> {
+pub fn strip(global: &Global, args: &StripArgs) -> Result<Exit> {
     let rules = gpu_arg::rules(&args.rules)?;
     let mut devices: Vec<Device> = args
         .keep
@@ -71,7 +71,7 @@ pub fn strip(global: &Global, args: &StripArgs) -> Result<Status> {
     run(global, &args.write, &args.paths, Action::Strip(keep))
 }
 
-pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
+pub fn compress(global: &Global, args: &CompressArgs) -> Result<Exit> {
     let method = args.method;
     let version = args.format_version.version();
     if let Some(l) = args.level {
@@ -106,11 +106,11 @@ pub fn compress(global: &Global, args: &CompressArgs) -> Result<Status> {
     )
 }
 
-pub fn decompress(global: &Global, args: &DecompressArgs) -> Result<Status> {
+pub fn decompress(global: &Global, args: &DecompressArgs) -> Result<Exit> {
     run(global, &args.write, &args.paths, Action::Decompress)
 }
 
-fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Result<Status> {
+fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Result<Exit> {
     if w.in_place && w.output.is_some() {
         bail!("--in-place and -o/--output exclude each other");
     }
@@ -152,14 +152,14 @@ fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Res
     }
     out.flush()?;
     Ok(if tree.failed() {
-        Status::Error
+        Exit::Error
     } else if tree.bundles() == 0 && !matches!(action, Action::Strip(_)) {
         if !global.quiet {
             eprintln!("rocpack: no offload bundles found");
         }
-        Status::NoMatch
+        Exit::NoMatch
     } else {
-        Status::Ok
+        Exit::Ok
     })
 }
 

@@ -12,9 +12,9 @@ use rocpack_verify::{Finding, Severity};
 use serde_json::{Value, json};
 
 use crate::args::{Global, VerifyArgs};
-use crate::output::{self, Status, path_string};
+use crate::output::{self, Exit, path_string};
 
-pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
+pub fn run(global: &Global, args: &VerifyArgs) -> Result<Exit> {
     let root = match &args.root {
         Some(r) if !r.is_dir() => bail!("--root {}: not a directory", r.display()),
         Some(r) => Some(r.clone()),
@@ -54,11 +54,11 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Status> {
     }
     out.flush()?;
     Ok(if report.unreadable() {
-        Status::Error
+        Exit::Error
     } else if report.count(Severity::Error) > 0 {
-        Status::NoMatch
+        Exit::NoMatch
     } else {
-        Status::Ok
+        Exit::Ok
     })
 }
 
@@ -156,9 +156,9 @@ fn write_finding(out: &mut impl Write, f: &Finding) -> io::Result<()> {
 }
 
 /// `--list-libs`: each file's closure in load order.
-fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<Status> {
+fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<Exit> {
     let mut out = io::BufWriter::new(io::stdout().lock());
-    let mut status = Status::Ok;
+    let mut status = Exit::Ok;
     for f in files {
         let c = match env.closure(f) {
             Ok(c) => c,
@@ -167,7 +167,7 @@ fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<St
                     "{}",
                     output::escape_text(&format!("error: {}: {e}", path_string(f)))
                 );
-                status = Status::Error;
+                status = Exit::Error;
                 continue;
             }
         };
@@ -194,7 +194,7 @@ fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<St
                 }
                 Outcome::Found(_) => {}
                 Outcome::NotFound { .. } => {
-                    status = status.max(Status::NoMatch);
+                    status = status.max(Exit::NoMatch);
                     // In trace mode glibc lists a missing name once: later requests match the
                     // placeholder it made for the first.
                     if !libs.iter().any(|(n, p, _)| *n == name && p.is_none()) {
