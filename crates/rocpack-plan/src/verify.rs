@@ -341,36 +341,6 @@ fn compile(glob: &str) -> Vec<Seg> {
         .collect()
 }
 
-/// `*` matches any run of bytes; everything else matches itself.
-fn component_matches(pat: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0, 0);
-    // Where the last `*` was and how much of the name it has eaten: on a mismatch, let it eat
-    // one byte more (linear for one `*`, never exponential).
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        match pat.get(p) {
-            Some(b'*') => {
-                star = Some((p, n));
-                p += 1;
-            }
-            Some(c) if Some(c) == name.get(n) => {
-                p += 1;
-                n += 1;
-            }
-            _ => match star {
-                Some((sp, sn)) => {
-                    p = sp + 1;
-                    n = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pat.get(p..)
-        .is_some_and(|rest| rest.iter().all(|&c| c == b'*'))
-}
-
 /// A position in a glob: (glob, number of segments matched).
 type GlobState = (usize, usize);
 
@@ -407,7 +377,9 @@ impl Matcher {
         for &st in states {
             let moved = match self.seg(st) {
                 Some(Seg::AnyDepth) => Some(st),
-                Some(Seg::Name(p)) if component_matches(p, name) => Some((st.0, st.1 + 1)),
+                Some(Seg::Name(p)) if rocpack_scan::glob::component_matches(p, name) => {
+                    Some((st.0, st.1 + 1))
+                }
                 _ => None,
             };
             if let Some(m) = moved.filter(|m| !next.contains(m)) {

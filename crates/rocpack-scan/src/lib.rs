@@ -10,6 +10,7 @@
 //! ```
 #![deny(clippy::indexing_slicing)]
 
+pub mod glob;
 mod map;
 pub mod own;
 pub mod package;

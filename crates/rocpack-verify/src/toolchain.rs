@@ -66,6 +66,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
@@ -1590,26 +1591,22 @@ fn check_clang_globs(
     out
 }
 
-/// Expands `*` in whole path components (`.../lib/clang/*/include`), in sorted order.
+/// Expands the glob components (`rocpack_scan::glob`) of a pattern such as
+/// `.../lib/clang/*/include`, in sorted order.
 fn glob(tree: &Tree, pattern: &Path) -> Vec<PathBuf> {
     let mut current = vec![PathBuf::from("/")];
     for c in pattern.components() {
         let Component::Normal(part) = c else { continue };
-        let part = part.to_string_lossy();
         let mut next = Vec::new();
         for base in &current {
-            if part.contains('*') {
-                let (head, tail) = part.split_once('*').unwrap_or((&part, ""));
+            if rocpack_scan::glob::has_wildcard(part.as_bytes()) {
                 for e in tree.entries(base) {
-                    if e.len() >= head.len() + tail.len()
-                        && e.starts_with(head)
-                        && e.ends_with(tail)
-                    {
+                    if rocpack_scan::glob::component_matches(part.as_bytes(), e.as_bytes()) {
                         next.push(base.join(e));
                     }
                 }
             } else {
-                let p = base.join(part.as_ref());
+                let p = base.join(part);
                 if tree.has_entry(&p) {
                     next.push(p);
                 }

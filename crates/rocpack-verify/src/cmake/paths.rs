@@ -211,84 +211,13 @@ pub(crate) fn basename(path: &str) -> &str {
     }
 }
 
-/// Matches one path component against a glob (`*`, `?`, `[...]`, `[!...]`), as the regular
-/// expression CMake's `cmGlob` builds. Ours because globset's semantics (`**`, escaping) are
-/// not CMake's and a component matcher is a few lines.
+/// Matches one path component against a glob, with CMake's syntax (`rocpack_scan::glob`).
 pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    let (mut pi, mut ni) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    loop {
-        if ni >= n.len() {
-            // Only stars may remain.
-            return p.get(pi..).unwrap_or_default().iter().all(|&c| c == '*');
-        }
-        let here = n.get(ni).copied().unwrap_or_default();
-        let step = match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-                continue;
-            }
-            Some('?') => Some(1usize),
-            Some('[') => match class_match(&p, pi, here) {
-                Some((true, len)) => Some(len),
-                _ => None,
-            },
-            Some(&c) if c == here => Some(1),
-            _ => None,
-        };
-        match step {
-            Some(len) => {
-                pi += len;
-                ni += 1;
-            }
-            None => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-}
-
-/// At `p[start] == '['`: whether `c` is in the class and the class's length in the pattern.
-/// `None` for an unterminated class (CMake then matches `[` literally; so do we).
-fn class_match(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
-    let mut i = start + 1;
-    let negate = matches!(p.get(i), Some('!' | '^'));
-    if negate {
-        i += 1;
-    }
-    let mut matched = false;
-    let mut first = true;
-    loop {
-        let ch = *p.get(i)?;
-        if ch == ']' && !first {
-            return Some((matched != negate, i + 1 - start));
-        }
-        first = false;
-        if p.get(i + 1) == Some(&'-') && p.get(i + 2).is_some_and(|&e| e != ']') {
-            let end = *p.get(i + 2)?;
-            if ch <= c && c <= end {
-                matched = true;
-            }
-            i += 3;
-        } else {
-            if ch == c {
-                matched = true;
-            }
-            i += 1;
-        }
-    }
+    rocpack_scan::glob::component_matches(pattern.as_bytes(), name.as_bytes())
 }
 
 fn has_wildcard(s: &str) -> bool {
-    s.contains(['*', '?', '['])
+    rocpack_scan::glob::has_wildcard(s.as_bytes())
 }
 
 /// Limits of one `file(GLOB_RECURSE)`.
