@@ -3,6 +3,7 @@
 mod args;
 mod cmd;
 mod output;
+mod records;
 
 use std::process::ExitCode;
 

@@ -9,11 +9,11 @@ use rocpack_check::{
     Cell, Gpu, Library, LibraryKind, Rules, VerdictCounts, evaluate, group, locations,
 };
 use rocpack_scan::{ScanOptions, scan};
-use serde_json::json;
 
 use crate::args::{CheckArgs, Global};
 use crate::cmd::gpu_arg;
 use crate::output::{self, Exit, Progress};
+use crate::records;
 
 pub fn run(global: &Global, args: &CheckArgs) -> Result<Exit> {
     let rules = gpu_arg::rules(&args.rules)?;
@@ -200,41 +200,38 @@ fn print_json(
     examined: usize,
 ) -> Result<()> {
     for g in gpus {
-        serde_json::to_writer(
-            &mut *out,
-            &json!({
-                "type": "gpu",
-                "gpu": g.given,
-                "target": g.target.to_string(),
-                "name": g.name,
-                "products": g.products(),
-            }),
-        )?;
+        let record = records::Gpu {
+            gpu: &g.given,
+            libraries_running: None,
+            name: g.name.as_deref(),
+            products: g.products(),
+            target: g.target.to_string(),
+            kind: "gpu",
+        };
+        serde_json::to_writer(&mut *out, &record)?;
         writeln!(out)?;
     }
     for (lib, row) in libraries.iter().zip(cells) {
         for (g, c) in gpus.iter().zip(row) {
-            serde_json::to_writer(
-                &mut *out,
-                &json!({
-                    "type": "verdict",
-                    "file": lib.path,
-                    "package": lib.package,
-                    "library_kind": rocpack_check::matrix::kind_name(&lib.kind),
-                    "gpu": g.given,
-                    "target": g.target.to_string(),
-                    "verdict": c.verdict,
-                    "rule": c.rule,
-                    "reason": c.reason,
-                    "bundle": c.bundle,
-                    "entry": c.entry,
-                    "loading": c.loading,
-                    "bundles": c.bundles,
-                    "warnings": c.warnings,
-                    "read_errors": lib.read_errors,
-                    "unclassified": lib.unclassified,
-                }),
-            )?;
+            let record = records::CheckVerdict {
+                bundle: &c.bundle,
+                bundles: &c.bundles,
+                entry: &c.entry,
+                file: &lib.path,
+                gpu: &g.given,
+                library_kind: rocpack_check::matrix::kind_name(&lib.kind),
+                loading: &c.loading,
+                package: &lib.package,
+                read_errors: lib.read_errors,
+                reason: &c.reason,
+                rule: &c.rule,
+                target: g.target.to_string(),
+                kind: "verdict",
+                unclassified: &lib.unclassified,
+                verdict: c.verdict,
+                warnings: &c.warnings,
+            };
+            serde_json::to_writer(&mut *out, &record)?;
             writeln!(out)?;
         }
     }
@@ -242,18 +239,16 @@ fn print_json(
         .iter()
         .filter(|row| row.iter().all(|c| c.verdict != Verdict::None))
         .count();
-    serde_json::to_writer(
-        &mut *out,
-        &json!({
-            "type": "summary",
-            "policy": rules.policy,
-            "hsa_override_gfx_version": rules.override_version.map(|v| v.to_string()),
-            "gpus": gpus.len(),
-            "libraries": libraries.len(),
-            "libraries_running_on_every_gpu": runs_everywhere,
-            "files_examined": examined,
-        }),
-    )?;
+    let summary = records::CheckSummary {
+        files_examined: examined,
+        gpus: gpus.len(),
+        hsa_override_gfx_version: rules.override_version.map(|v| v.to_string()),
+        libraries: libraries.len(),
+        libraries_running_on_every_gpu: runs_everywhere,
+        policy: rules.policy,
+        kind: "summary",
+    };
+    serde_json::to_writer(&mut *out, &summary)?;
     writeln!(out)?;
     Ok(())
 }

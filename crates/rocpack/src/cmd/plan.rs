@@ -14,6 +14,7 @@ use rocpack_plan::{Knowledge, planner};
 use crate::args::{Global, PlanArgs};
 use crate::cmd::gpu_arg;
 use crate::output::{self, Exit};
+use crate::records;
 
 use crate::args::PlanFormat as Format;
 
@@ -145,22 +146,29 @@ fn list_components(global: &Global, kb: &Knowledge, release: &str) -> Result<Exi
     for name in &rel.release.build_order {
         let info = &kb.components[name];
         let rc = &rel.components[name];
-        rows.push(serde_json::json!({
-            "name": name,
-            "kind": info.kind,
-            "device_code": info.device_code.as_str(),
-            "aliases": info.aliases,
-            "target_variable": rc.targets.as_ref().map(|t| &t.variable),
-            "deps": rc.deps,
-            "optional_deps": rc.optional_deps.iter().map(|d| serde_json::json!({
-                "name": d.name, "option": d.option, "default": d.default,
-            })).collect::<Vec<_>>(),
-        }));
+        rows.push(records::PlanComponent {
+            aliases: &info.aliases,
+            deps: &rc.deps,
+            device_code: info.device_code.as_str(),
+            kind: &info.kind,
+            name,
+            optional_deps: rc
+                .optional_deps
+                .iter()
+                .map(|d| records::PlanOptionalDep {
+                    default: &d.default,
+                    name: &d.name,
+                    option: &d.option,
+                })
+                .collect(),
+            target_variable: rc.targets.as_ref().map(|t| t.variable.as_str()),
+        });
     }
     let mut out = io::stdout().lock();
     if global.json {
         for r in rows {
-            writeln!(out, "{r}")?;
+            serde_json::to_writer(&mut out, &r)?;
+            writeln!(out)?;
         }
         return Ok(Exit::Ok);
     }

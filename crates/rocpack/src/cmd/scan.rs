@@ -9,11 +9,11 @@ use rocpack_check::html::{ReportInfo, render};
 use rocpack_check::matrix::{Matrix, build, columns_for, letter};
 use rocpack_check::{Gpu, group};
 use rocpack_scan::{ScanOptions, scan};
-use serde_json::json;
 
 use crate::args::{Global, ScanArgs};
 use crate::cmd::gpu_arg;
 use crate::output::{self, Exit, Progress, human_size, path_string};
+use crate::records;
 
 pub fn run(global: &Global, args: &ScanArgs) -> Result<Exit> {
     let rules = gpu_arg::rules(&args.rules)?;
@@ -186,65 +186,36 @@ fn print_json(
     dbs: &[rocpack_check::library::KernelDb],
 ) -> Result<()> {
     for c in &m.columns {
-        serde_json::to_writer(
-            &mut *out,
-            &json!({
-                "type": "target",
-                "gpu": c.gpu.given,
-                "target": c.gpu.target.to_string(),
-                "name": c.gpu.name,
-                "products": c.gpu.products(),
-                "libraries_running": c.runs,
-            }),
-        )?;
+        let record = records::Gpu {
+            gpu: &c.gpu.given,
+            libraries_running: Some(c.runs),
+            name: c.gpu.name.as_deref(),
+            products: c.gpu.products(),
+            target: c.gpu.target.to_string(),
+            kind: "target",
+        };
+        serde_json::to_writer(&mut *out, &record)?;
         writeln!(out)?;
     }
     for r in &m.rows {
-        let cells: serde_json::Map<String, serde_json::Value> = m
+        let verdicts = m
             .columns
             .iter()
             .zip(&r.cells)
-            .map(|(c, cell)| {
-                (
-                    c.gpu.given.clone(),
-                    json!({
-                        "verdict": cell.verdict,
-                        "rule": cell.rule,
-                        "reason": cell.reason,
-                        "loading": cell.loading,
-                    }),
-                )
-            })
+            .map(|(c, cell)| (c.gpu.given.as_str(), records::ScanCell::of(cell)))
             .collect();
-        serde_json::to_writer(
-            &mut *out,
-            &json!({
-                "type": "library",
-                "file": r.library,
-                "package": r.package,
-                "library_kind": r.kind,
-                "size": r.size,
-                "bundles": r.bundles,
-                "module_bundles": r.module_bundles,
-                "unclassified": r.unclassified,
-                "bytes_per_processor": r.bytes_per_processor,
-                "read_errors": r.read_errors,
-                "verdicts": cells,
-            }),
-        )?;
+        serde_json::to_writer(&mut *out, &records::ScanLibrary::of(r, verdicts))?;
         writeln!(out)?;
     }
     for d in dbs {
-        serde_json::to_writer(
-            &mut *out,
-            &json!({
-                "type": "kernel-db",
-                "file": d.file,
-                "arch": d.arch,
-                "cus": d.cus,
-                "size": d.size,
-            }),
-        )?;
+        let record = records::KernelDb {
+            arch: &d.arch,
+            cus: d.cus,
+            file: &d.file,
+            size: d.size,
+            kind: "kernel-db",
+        };
+        serde_json::to_writer(&mut *out, &record)?;
         writeln!(out)?;
     }
     Ok(())

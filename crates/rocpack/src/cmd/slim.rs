@@ -8,11 +8,11 @@ use anyhow::{Result, bail};
 use rocpack_amdgpu::compat::Device;
 use rocpack_slim::plan::Limits;
 use rocpack_slim::{Compression, FilePlan, Keep, Operation, Outcome, Target, WriteOptions};
-use serde_json::json;
 
 use crate::args::{CompressArgs, DecompressArgs, Global, StripArgs, WriteArgs};
 use crate::cmd::gpu_arg;
 use crate::output::{Exit, Progress, escape_text, human_size, path_string, path_text, thousands};
+use crate::records;
 
 /// Which command.
 enum Action {
@@ -379,7 +379,7 @@ fn summary(out: &mut impl Write, action: &Action, outcomes: &[Outcome]) -> io::R
     Ok(())
 }
 
-fn json_record(action: &Action, o: &Outcome) -> serde_json::Value {
+fn json_record<'a>(action: &Action, o: &'a Outcome) -> records::SlimFile<'a> {
     let status = if o.error.is_some() {
         "failed"
     } else if o.plan.as_ref().is_some_and(FilePlan::has_errors) {
@@ -392,22 +392,28 @@ fn json_record(action: &Action, o: &Outcome) -> serde_json::Value {
         "changed"
     };
     let p = o.plan.as_ref();
-    json!({
-        "path": path_string(&o.path),
-        "action": action.name(),
-        "status": status,
-        "error": o.error,
-        "output": o.written.as_ref().map(|w| path_string(&w.path)),
-        "size_before": p.map(|p| p.old_len),
-        "size_after": p.map(|p| p.new_len),
-        "allocated_before": o.written.as_ref().map(|w| w.before.allocated),
-        "allocated_after": o.written.as_ref().map(|w| w.after.allocated),
-        "deallocated_estimate": p.map(FilePlan::deallocated_estimate),
-        "bundles": p.map(|p| p.bundles),
-        "rewrites": p.map(|p| &p.rewrites),
-        "skipped": p.map(|p| &p.skipped),
-        "code_object": p.and_then(|p| p.code_object.as_ref()).map(|(t, used)| json!({"target": t, "loaded": used})),
-        "backup": o.written.as_ref().and_then(|w| w.backup.as_ref()).map(|b| path_string(b)),
-        "notes": o.written.as_ref().map(|w| &w.notes),
-    })
+    let w = o.written.as_ref();
+    records::SlimFile {
+        action: action.name(),
+        allocated_after: w.map(|w| w.after.allocated),
+        allocated_before: w.map(|w| w.before.allocated),
+        backup: w.and_then(|w| w.backup.as_ref()).map(|b| path_string(b)),
+        bundles: p.map(|p| p.bundles),
+        code_object: p.and_then(|p| p.code_object.as_ref()).map(|(t, used)| {
+            records::CodeObjectUse {
+                loaded: *used,
+                target: t,
+            }
+        }),
+        deallocated_estimate: p.map(FilePlan::deallocated_estimate),
+        error: &o.error,
+        notes: w.map(|w| w.notes.as_slice()),
+        output: w.map(|w| path_string(&w.path)),
+        path: path_string(&o.path),
+        rewrites: p.map(|p| p.rewrites.as_slice()),
+        size_after: p.map(|p| p.new_len),
+        size_before: p.map(|p| p.old_len),
+        skipped: p.map(|p| p.skipped.as_slice()),
+        status,
+    }
 }

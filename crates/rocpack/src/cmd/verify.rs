@@ -9,10 +9,11 @@ use rocpack_verify::linkage::search::{Environment, Outcome};
 use rocpack_verify::run::{self as verify_run, Check, Options, Report};
 use rocpack_verify::sysroot::Sysroot;
 use rocpack_verify::{Finding, Severity};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::args::{Global, VerifyArgs};
 use crate::output::{self, Exit, path_string};
+use crate::records;
 
 pub fn run(global: &Global, args: &VerifyArgs) -> Result<Exit> {
     let root = match &args.root {
@@ -68,18 +69,18 @@ fn write_json(out: &mut impl Write, report: &Report) -> Result<()> {
         writeln!(out)?;
     }
     let c = &report.counts;
-    let summary = json!({
-        "type": "summary",
-        "hip_toolchains": c.toolchains,
-        "cmake_files": c.cmake_files,
-        "elf_files": c.elf_files,
-        "symbols_checked": c.symbols,
-        "archives": c.archives,
-        "errors": report.count(Severity::Error),
-        "warnings": report.count(Severity::Warning),
-        "infos": report.count(Severity::Info),
-        "allowed": report.allowed,
-    });
+    let summary = records::VerifySummary {
+        allowed: report.allowed,
+        archives: c.archives,
+        cmake_files: c.cmake_files,
+        elf_files: c.elf_files,
+        errors: report.count(Severity::Error),
+        hip_toolchains: c.toolchains,
+        infos: report.count(Severity::Info),
+        symbols_checked: c.symbols,
+        kind: "summary",
+        warnings: report.count(Severity::Warning),
+    };
     serde_json::to_writer(&mut *out, &summary)?;
     writeln!(out)?;
     Ok(())
@@ -204,10 +205,17 @@ fn list_libs(global: &Global, env: &Environment, files: &[PathBuf]) -> Result<Ex
             }
         }
         if global.json {
-            let v = json!({
-                "file": path_string(f),
-                "libraries": libs.iter().map(|(n, p, by)| json!({"name": n, "path": p, "needed_by": by})).collect::<Vec<_>>(),
-            });
+            let v = records::LinkedFile {
+                file: path_string(f),
+                libraries: libs
+                    .iter()
+                    .map(|(name, path, by)| records::LinkedLibrary {
+                        name,
+                        needed_by: by,
+                        path,
+                    })
+                    .collect(),
+            };
             serde_json::to_writer(&mut out, &v)?;
             writeln!(out)?;
         } else {
