@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocpack_verify::linkage::elf::DynObject;
-use rocpack_verify::linkage::ldcache::LdCache;
+use rocpack_linkage::elf::DynObject;
+use rocpack_linkage::ldcache::LdCache;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(obj) = DynObject::parse(data) {

@@ -68,8 +68,8 @@ use rayon::prelude::*;
 use rocpack_bytes::{human_size, lossless_string};
 use rocpack_finding::Exit;
 use rocpack_offload::{ImageFormat, ReadCode, Severity};
+use rocpack_scan::sysroot::Sysroot;
 use rocpack_scan::{ScanOptions, inspect_file};
-use rocpack_verify::sysroot::Sysroot;
 use serde::Serialize;
 
 use crate::kb::{DeviceCode, FileRole, Knowledge, Layout};

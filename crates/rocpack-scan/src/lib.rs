@@ -14,6 +14,7 @@ pub mod glob;
 mod map;
 pub mod own;
 pub mod package;
+pub mod sysroot;
 pub mod walk;
 
 use std::path::{Path, PathBuf};

@@ -16,6 +16,5 @@ pub use finding::{Code, Finding, Severity};
 pub use run::{Check, Report, run};
 pub mod linkage;
 pub mod run;
-pub mod sysroot;
 pub mod toolchain;
 pub mod tree;

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::finding::{Code, Finding, Severity};
-use crate::linkage::search::{Environment, LoaderEnv};
-use crate::sysroot::Sysroot;
 use crate::{cmake, linkage, toolchain, tree};
+use rocpack_linkage::search::{Environment, LoaderEnv};
+use rocpack_scan::sysroot::Sysroot;
 
 /// A part of `verify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

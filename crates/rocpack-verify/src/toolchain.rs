@@ -72,7 +72,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 
 use crate::finding::{Code, Finding, Severity};
-use crate::sysroot::{absolute, resolve_in_root};
+use rocpack_scan::sysroot::{absolute, resolve_in_root};
 
 /// What to check.
 #[derive(Debug, Clone, Copy)]
@@ -669,12 +669,15 @@ fn version_in(data: &[u8]) -> Option<ClangVersion> {
 }
 
 /// The libclang shared libraries the binary loads, found by the library search of
-/// [`crate::linkage::search`] (glibc's: RPATH, RUNPATH with `$ORIGIN`, `ld.so.cache`, the
+/// [`rocpack_linkage::search`] (glibc's: RPATH, RUNPATH with `$ORIGIN`, `ld.so.cache`, the
 /// default directories, all inside the root), in load order.
 fn needed_libclang(tree: &Tree, binary: &Path) -> Vec<PathBuf> {
-    use crate::linkage::search::{Environment, LoaderEnv};
+    use rocpack_linkage::search::{Environment, LoaderEnv};
     let root = (tree.root != Path::new("/")).then_some(tree.root.as_path());
-    let env = Environment::new(crate::sysroot::Sysroot::new(root), &LoaderEnv::default());
+    let env = Environment::new(
+        rocpack_scan::sysroot::Sysroot::new(root),
+        &LoaderEnv::default(),
+    );
     let Ok(closure) = env.closure(binary) else {
         return Vec::new();
     };

@@ -74,11 +74,11 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
 }
 
 fn kind(path: &Path) -> std::io::Result<Kind> {
-    let head = crate::linkage::elf::read_head(path)?;
+    let head = rocpack_linkage::elf::read_head(path)?;
     if head.starts_with(b"!<arch>\n") || head.starts_with(b"!<thin>\n") {
         return Ok(Kind::Archive);
     }
-    match crate::linkage::elf::header_kind(&head) {
+    match rocpack_linkage::elf::header_kind(&head) {
         // GPU code objects (EM_AMDGPU) are loaded by the HIP runtime, not by ld.so.
         Some((_, e_type, machine))
             if (e_type == object::elf::ET_DYN || e_type == object::elf::ET_EXEC)

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-pub(crate) use crate::sysroot::absolute;
-use crate::sysroot::resolve_components;
-pub use crate::sysroot::resolve_in_root;
+pub(crate) use rocpack_scan::sysroot::absolute;
+use rocpack_scan::sysroot::resolve_components;
+pub use rocpack_scan::sysroot::resolve_in_root;
 
 /// The file system the configs are evaluated against.
 #[derive(Debug, Clone)]

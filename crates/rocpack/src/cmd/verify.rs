@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
-use rocpack_verify::linkage::search::{Environment, Outcome};
+use rocpack_linkage::search::{Environment, Outcome};
+use rocpack_scan::sysroot::Sysroot;
 use rocpack_verify::run::{self as verify_run, Check, Options, Report};
-use rocpack_verify::sysroot::Sysroot;
 use rocpack_verify::{Finding, Severity};
 use serde_json::Value;
 

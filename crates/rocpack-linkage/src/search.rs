@@ -29,9 +29,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use object::elf;
 
-use super::elf::{DynObject, Name, header_kind, read_head};
-use super::ldcache::{LdCache, abi_flags};
-use crate::sysroot::Sysroot;
+use crate::elf::{DynObject, Name, header_kind, read_head};
+use crate::ldcache::{LdCache, abi_flags};
+use rocpack_scan::sysroot::Sysroot;
 
 /// Which ABI an object is built for: the loader only takes objects of the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

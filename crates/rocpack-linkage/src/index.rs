@@ -11,7 +11,7 @@ use std::sync::Arc;
 use object::read::archive::ArchiveFile;
 use rayon::prelude::*;
 
-use super::elf::{DynObject, Name};
+use crate::elf::{DynObject, Name};
 
 /// A place a symbol is defined.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

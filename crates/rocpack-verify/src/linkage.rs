@@ -1,15 +1,10 @@
-//! ELF link closure and symbol checks, as glibc's dynamic loader would do them, without running it.
+//! ELF link closure and symbol checks, as glibc's dynamic loader would do them, without running it
+//! (the loader's rules are `rocpack_linkage`'s).
 //!
 //! Each ELF file given is loaded as the first object of its own process (what `ld.so --list FILE`
 //! and `ldd -r FILE` do), its `DT_NEEDED` closure resolved with [`search`]'s rules, and its own
 //! undefined symbols and version requirements checked against that closure in load order.
 //! Objects outside the verified set (system libraries a closure reaches) are providers only.
-
-pub mod elf;
-pub mod index;
-pub mod ldcache;
-pub mod search;
-pub mod symbols;
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
@@ -19,10 +14,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use serde_json::{Value, json};
 
+use rocpack_linkage::elf::{DynObject, Name};
+use rocpack_linkage::index::{Provider, SymbolIndex};
+use rocpack_linkage::search::{Closure, Environment, FileId, Outcome};
+use rocpack_linkage::{search, symbols};
+
 use crate::{Code, Finding, Severity};
-use elf::{DynObject, Name};
-use index::{Provider, SymbolIndex};
-use search::{Closure, Environment, FileId, Outcome};
 
 /// What to verify.
 #[derive(Debug, Default)]

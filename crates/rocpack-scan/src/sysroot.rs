@@ -71,7 +71,7 @@ pub fn resolve_in_root(root: &Path, path: &Path) -> Option<PathBuf> {
 }
 
 /// [`resolve_in_root`] as the components under `root`.
-pub(crate) fn resolve_components(root: &Path, path: &Path) -> Option<Vec<OsString>> {
+pub fn resolve_components(root: &Path, path: &Path) -> Option<Vec<OsString>> {
     let mut resolved: Vec<OsString> = Vec::new();
     let mut pending: Vec<OsString> = Vec::new();
     push_components(&mut pending, path);
@@ -104,7 +104,7 @@ pub(crate) fn resolve_components(root: &Path, path: &Path) -> Option<Vec<OsStrin
 
 /// `path` made absolute against the current directory and normalized lexically (`.` dropped,
 /// `..` removing the previous component, never above `/`).
-pub(crate) fn absolute(path: &Path) -> PathBuf {
+pub fn absolute(path: &Path) -> PathBuf {
     let p = if path.is_absolute() {
         path.to_path_buf()
     } else {

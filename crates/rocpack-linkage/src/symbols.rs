@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::elf::{DynObject, Name};
-use super::search::Closure;
+use crate::elf::{DynObject, Name};
+use crate::search::Closure;
 
 /// A required version the library that should provide it does not define.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ pub fn check_first(c: &Closure) -> SymbolCheck {
     };
     let obj = &first.obj;
     let mut missing_ndx: HashMap<u16, usize> = HashMap::new();
-    let mut reqs: Vec<(&u16, &super::elf::Requirement)> = obj.verneeds.iter().collect();
+    let mut reqs: Vec<(&u16, &crate::elf::Requirement)> = obj.verneeds.iter().collect();
     reqs.sort_by_key(|(ndx, _)| **ndx);
     for (ndx, req) in reqs {
         // A library that was not found is reported as unresolved; its versions cannot be checked.

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::elf::Name;
+use crate::elf::Name;
 
 const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
 const NEW_MAGIC: &[u8] = b"glibc-ld.so.cache";
