@@ -40,21 +40,31 @@ done
 [ ${#revs[@]} -ge 1 ] && [ ${#revs[@]} -le 2 ] || { bench_log "usage: scripts/compare-outputs.sh [--quick] REV_A [REV_B|worktree]"; exit 2; }
 rev_a=${revs[0]}
 rev_b=${revs[1]:-worktree}
+# Resolved once, now: a commit made while the builds run must not change what B is (or what the
+# report calls it).
+resolve() {  # resolve REV -> "NAME COMMIT", or "worktree worktree"
+  if [ "$1" = worktree ]; then echo "worktree worktree"; else
+    echo "$1 $(git rev-parse --verify --quiet "$1^{commit}" || { bench_log "unknown revision: $1"; exit 2; })"
+  fi
+}
+read -r name_a rev_a < <(resolve "$rev_a") || exit 2
+read -r name_b rev_b < <(resolve "$rev_b") || exit 2
+[ -n "$rev_a" ] && [ -n "$rev_b" ] || exit 2
 bench_need python3:python3 sha256sum:coreutils cmp:diffutils zstd:zstd git:git cargo:cargo
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-compare.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-build() {  # build REV DEST -> prints a description
-  if [ "$1" = worktree ]; then
-    bench_build_current "$2" && echo "worktree ($(bench_tree_desc))"
+build() {  # build NAME COMMIT DEST -> prints a description
+  if [ "$2" = worktree ]; then
+    bench_build_current "$3" && echo "worktree ($(bench_tree_desc))"
   else
-    bench_build_rev "$1" "$2" && echo "$1 ($(git rev-parse --short "$1"))"
+    bench_build_rev "$2" "$3" && echo "$1 (${2:0:7})"
   fi
 }
 # Each binary is called rocpack, in a directory of its own: clap prints the name it was run as.
 mkdir "$work/a" "$work/b"
-desc_a=$(build "$rev_a" "$work/a/rocpack") || exit 2
-desc_b=$(build "$rev_b" "$work/b/rocpack") || exit 2
+desc_a=$(build "$name_a" "$rev_a" "$work/a/rocpack") || exit 2
+desc_b=$(build "$name_b" "$rev_b" "$work/b/rocpack") || exit 2
 A=$work/a/rocpack
 B=$work/b/rocpack
 

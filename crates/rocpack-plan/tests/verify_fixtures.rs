@@ -1,53 +1,19 @@
-//! `plan verify` on install trees built in a temporary directory from the repository's small
-//! code-object fixtures (tests/fixtures, built by tests/fixtures/make-fixtures.sh; their code
-//! objects and sizes are listed in tests/fixtures/listings.txt):
-//!
-//! | fixture | device code (bytes) |
-//! |---|---|
-//! | `lib3tu-lld.so` | gfx1030 6000, gfx90a:xnack+ 6832, gfx1100 4720, gfx906:sramecc-:xnack- 4248, gfx942 6952 |
-//! | `tu1.hipfb` | gfx1030 6000, gfx90a:xnack+ 6832 |
-//! | `tu1-gfx1030.hipfb` | gfx1030 6000 |
-//! | `lib2tu-compressed.so` | (CCOB v2 zstd) gfx1030 6000, gfx90a:xnack+ 6832, gfx942 6952 |
-//! | `libhost.a` | gfx1030 6000, gfx90a:xnack+ 6832, gfx1100 4720, gfx906:sramecc-:xnack- 4248 |
-//! | `gfx90a-xnack+.co`, `gfx90a-xnack-.co` | 7016 each |
-//! | `gfx1100.hsaco` | gfx1100 6632 |
+//! `plan verify` on install trees built in a temporary directory
+//! (tests/support/plan_verify_tree.rs holds the fixture install and its table of code objects).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
 
 use rocpack_plan::kb::Layout;
 use rocpack_plan::verify::{
-    Attribution, ComponentState, Report, Status, Unplanned, VerifyError, render_text, verify,
+    Attribution, ComponentState, Report, Status, Unplanned, VerifyError, verify,
 };
 use rocpack_plan::{Knowledge, Plan, Request, Tool, plan};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/bin")
-        .join(name)
-}
-
-/// Copies a fixture to `root/rel`, creating directories.
-fn put(root: &Path, rel: &str, fixture_name: &str) {
-    let to = root.join(rel);
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    std::fs::copy(fixture(fixture_name), &to).unwrap();
-}
-
-/// Writes `len` bytes of fake data (a Tensile `.dat` is msgpack; its content does not matter).
-fn fake(root: &Path, rel: &str, len: usize) {
-    let to = root.join(rel);
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    std::fs::write(&to, vec![0x82u8; len]).unwrap();
-}
-
-fn link(root: &Path, rel: &str, target: &str) {
-    let at = root.join(rel);
-    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-    symlink(target, at).unwrap();
-}
+#[path = "../../../tests/support/plan_verify_tree.rs"]
+mod plan_verify_tree;
+use plan_verify_tree::{COMPONENTS, GPUS, SET, fake, fixture, link, put, rocm_tree};
 
 fn kb() -> &'static Knowledge {
     Knowledge::embedded().unwrap()
@@ -85,73 +51,8 @@ fn map(list: &[(&str, u64)]) -> BTreeMap<String, u64> {
 }
 
 /// A /opt/rocm-style tree for a gfx1030 + gfx90a plan.
-fn rocm_tree(root: &Path) {
-    // rocRAND: the real file and its two links.
-    put(root, "lib/librocrand.so.1.1", "lib3tu-lld.so");
-    link(root, "lib/librocrand.so.1", "librocrand.so.1.1");
-    link(root, "lib/librocrand.so", "librocrand.so.1");
-    // rocBLAS: a library plus Tensile data, gfx90a split into xnack+ and xnack-.
-    put(root, "lib/librocblas.so.4.4", "tu1.hipfb");
-    let lib = "lib/rocblas/library";
-    put(
-        root,
-        &format!("{lib}/Kernels.so-000-gfx90a-xnack+.hsaco"),
-        "gfx90a-xnack+.co",
-    );
-    put(
-        root,
-        &format!("{lib}/Kernels.so-000-gfx90a-xnack-.hsaco"),
-        "gfx90a-xnack-.co",
-    );
-    put(
-        root,
-        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_gfx1100.co"),
-        "gfx1100.hsaco",
-    );
-    fake(
-        root,
-        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_gfx90a.dat"),
-        1000,
-    );
-    fake(
-        root,
-        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_gfx1030.dat"),
-        500,
-    );
-    fake(
-        root,
-        &format!("{lib}/TensileLibrary_Type_HH_Contraction_l_Alik_Bjlk_Cijk_Dijk_fallback.dat"),
-        300,
-    );
-    // rocSPARSE built for gfx1030 only.
-    put(root, "lib/librocsparse.so.1.0", "tu1-gfx1030.hipfb");
-    // rocFFT with compressed bundles.
-    put(root, "lib/librocfft.so.0.1", "lib2tu-compressed.so");
-    // hipBLAS: host code (not read).
-    fake(root, "lib/libhipblas.so.2.4", 4096);
-    // composable_kernel instance library with code for every target of the fixture.
-    put(root, "lib/libdevice_gemm_operations.a", "libhost.a");
-    // Not matched by any glob.
-    put(root, "lib/libunrelated.so", "lib3tu-lld.so");
-    fake(root, "include/rocblas/rocblas.h", 10);
-}
-
-const COMPONENTS: &[&str] = &[
-    "rocRAND",
-    "rocBLAS",
-    "rocSPARSE",
-    "rocFFT",
-    "hipBLAS",
-    "composable_kernel",
-    "hipBLASLt",
-];
-
 fn fixture_plan() -> Plan {
-    make_plan(
-        &["gfx1030", "gfx90a"],
-        COMPONENTS,
-        &["hipBLAS:BUILD_WITH_SOLVER=OFF"],
-    )
+    make_plan(GPUS, COMPONENTS, SET)
 }
 
 #[test]
@@ -350,18 +251,7 @@ fn unreadable_file_is_listed_and_the_walk_goes_on() {
     // still counts.
     assert_eq!(c.found.get("gfx1030"), Some(&(6000 + 500 + 5000)));
     assert_eq!(report.component("rocRAND").unwrap().found.len(), 5);
-    let mut text = Vec::new();
-    render_text(&report, &mut text).unwrap();
-    let text = String::from_utf8(text).unwrap();
-    assert!(
-        text.contains("error[malformed-bundle]: ")
-            && text.contains("TensileLibrary_cut_gfx1030.co: file offset 0x53: offload bundle"),
-        "{text}"
-    );
-    assert!(
-        text.lines().last().unwrap().starts_with("unreadable: "),
-        "{text}"
-    );
+    // The text of this case: crates/rocpack/tests/plan_verify.rs.
 }
 
 /// Debian packages unpacked into separate directories are one install: a link in one package
@@ -432,7 +322,7 @@ fn usage_errors() {
 }
 
 #[test]
-fn text_and_json_of_a_fixture_install() {
+fn json_of_a_fixture_install() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
     let report = verify(
@@ -443,13 +333,7 @@ fn text_and_json_of_a_fixture_install() {
         None,
     )
     .unwrap();
-    let mut text = Vec::new();
-    render_text(&report, &mut text).unwrap();
-    let text = String::from_utf8(text)
-        .unwrap()
-        .replace(&dir.path().display().to_string(), "[PREFIX]");
-    insta::assert_snapshot!("fixture_install_text", text);
-
+    // The text: crates/rocpack/tests/plan_verify.rs.
     let json: serde_json::Value = serde_json::to_value(&report).unwrap();
     assert_eq!(json["schema"], "rocpack-plan-verify/1");
     assert_eq!(json["layout"], "rocm");

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use rocpack_plan::kb::{FileRole, Layout};
-use rocpack_plan::verify::{Attribution, ComponentState, Report, Status, render_text, verify};
+use rocpack_plan::verify::{Attribution, ComponentState, Report, Status, verify};
 use rocpack_plan::{Knowledge, Plan, Request, Tool, plan};
 
 const PACKAGES: &[&str] = &[
@@ -108,11 +108,9 @@ fn run(plan: &Plan) -> Report {
     let prefixes = prefixes();
     let started = std::time::Instant::now();
     let report = verify(kb(), plan, prefixes, None, None).unwrap();
-    let mut text = Vec::new();
-    render_text(&report, &mut text).unwrap();
     println!(
         "{}\n(verify took {:.2?})\n",
-        String::from_utf8(text).unwrap(),
+        serde_json::to_string(&report.summary).unwrap(),
         started.elapsed()
     );
     for c in &report.components {

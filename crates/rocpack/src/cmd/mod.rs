@@ -8,6 +8,7 @@ pub mod gpu_arg;
 pub mod gpus;
 pub mod list;
 pub mod plan;
+mod plan_verify_text;
 pub mod scan;
 pub mod show;
 pub mod slim;

@@ -449,7 +449,7 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        rocpack_plan::verify::render_text(&report, &mut out)?;
+        super::plan_verify_text::render_text(&report, &mut out)?;
     }
     Ok(report.status().exit())
 }
