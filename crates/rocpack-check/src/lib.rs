@@ -9,7 +9,6 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
 pub mod evaluate;
-pub mod html;
 pub mod label;
 pub mod library;
 pub mod locations;

@@ -2,6 +2,7 @@
 
 mod args;
 mod cmd;
+mod html;
 mod output;
 mod records;
 

@@ -4,8 +4,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::html::{ReportInfo, render};
 use anyhow::{Context, Result};
-use rocpack_check::html::{ReportInfo, render};
 use rocpack_check::matrix::{Matrix, build, columns_for, letter};
 use rocpack_check::{Gpu, group};
 use rocpack_scan::{ScanOptions, scan};

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use rocpack_amdgpu::compat::Verdict;
 use rocpack_bytes::human_size;
 
-use crate::label::distinguishing_suffixes;
-use crate::matrix::{Matrix, letter};
+use rocpack_check::label::distinguishing_suffixes;
+use rocpack_check::matrix::{Matrix, letter};
 
 /// What the report is about, shown in its header.
 #[derive(Debug, Clone, Default)]
@@ -432,7 +432,7 @@ mod tests {
             columns: Vec::new(),
             rows: rows
                 .iter()
-                .map(|(library, kind)| crate::matrix::Row {
+                .map(|(library, kind)| rocpack_check::matrix::Row {
                     library: (*library).to_owned(),
                     package: None,
                     kind,
