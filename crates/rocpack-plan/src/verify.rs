@@ -58,7 +58,8 @@
 //! wins over 1), or the command could not run (a [`VerifyError`], bad arguments). Unplanned
 //! device code is reported with its cost but does not change the status.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -68,6 +69,7 @@ use rocpack_bytes::lossless_string;
 use rocpack_finding::Exit;
 use rocpack_offload::{ImageFormat, ReadCode, Severity};
 use rocpack_scan::sysroot::Sysroot;
+use rocpack_scan::walk::{Kind, MAX_DEPTH, WalkError};
 use rocpack_scan::{ScanOptions, inspect_file};
 use serde::Serialize;
 
@@ -77,8 +79,6 @@ use crate::model::{ComponentPlan, Plan, processors};
 /// The JSON report's schema identifier; bumped on any incompatible change.
 pub const SCHEMA: &str = "rocpack-plan-verify/1";
 
-/// Directory nesting below a prefix beyond which the walk stops (with an error).
-const MAX_DEPTH: usize = 64;
 /// Symbolic links followed in a row before a link counts as dangling (Linux's limit).
 const MAX_LINKS: usize = 40;
 
@@ -440,104 +440,78 @@ struct Walk<'a> {
     prefixes: &'a [PathBuf],
     prefix: usize,
     root: &'a Sysroot,
-    /// Directories entered, by device and inode: a linked directory is walked once, and a link
-    /// loop ends.
-    entered: HashSet<(u64, u64)>,
     hits: Vec<Hit>,
     problems: Vec<Problem>,
 }
 
-impl Walk<'_> {
-    /// Walks the directory at `real` (a host path), which the install names `rel`.
-    fn dir(&mut self, real: &Path, rel: &Path, states: &[GlobState], depth: usize) {
-        if depth > MAX_DEPTH {
-            self.problems.push(problem(
-                real,
-                ReadCode::TooDeep,
-                format!("directory nesting deeper than {MAX_DEPTH}; not walked further"),
-            ));
+/// What the walk carries to an entry: the path the install names it by, and the positions
+/// the globs have reached there.
+type WalkState = (PathBuf, Vec<GlobState>);
+
+impl rocpack_scan::walk::Visitor for Walk<'_> {
+    type State = WalkState;
+
+    /// Only names some glob can still match are looked at.
+    fn name(&mut self, (rel, states): &WalkState, name: &OsStr) -> Option<WalkState> {
+        let next = self.matcher.step(states, name.as_bytes());
+        (!next.is_empty()).then(|| (rel.join(name), next))
+    }
+
+    fn enter(&mut self, (_, next): &WalkState) -> bool {
+        self.matcher.can_descend(next)
+    }
+
+    /// A linked directory (a Nix profile links whole directories into the store) is walked
+    /// where the link leads, as the loader would reach it.
+    fn follow(&mut self, (child, next): &WalkState, path: &Path) -> Option<PathBuf> {
+        if !self.matcher.can_descend(next) {
+            return None;
+        }
+        resolve_link(self.prefixes, self.prefix, child, path, self.root)
+            .filter(|(_, m)| m.is_dir())
+            .map(|(to, _)| to)
+    }
+
+    fn found(&mut self, (child, next): WalkState, path: PathBuf, kind: Kind) {
+        let globs = self.matcher.accepted(&next);
+        if globs.is_empty() {
             return;
         }
-        match std::fs::metadata(real) {
-            Ok(m) if !self.entered.insert((m.dev(), m.ino())) => return,
-            _ => {}
-        }
-        let entries = match std::fs::read_dir(real) {
-            Ok(e) => e,
-            Err(e) => {
-                self.problems
-                    .push(problem(real, ReadCode::UnreadableDirectory, e.to_string()));
-                return;
-            }
-        };
-        let mut children = Vec::new();
-        for entry in entries {
-            match entry {
-                Ok(e) => children.push(e),
-                Err(e) => {
-                    self.problems
-                        .push(problem(real, ReadCode::UnreadableDirectory, e.to_string()))
-                }
-            }
-        }
-        children.sort_by_key(|e| e.file_name());
-        for entry in children {
-            let name = entry.file_name();
-            let next = self.matcher.step(states, name.as_bytes());
-            if next.is_empty() {
-                continue;
-            }
-            let (child, path) = (rel.join(&name), real.join(&name));
-            let kind = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) => {
-                    self.problems
-                        .push(problem(&path, ReadCode::UnreadableFile, e.to_string()));
-                    continue;
-                }
-            };
-            if kind.is_dir() {
-                if self.matcher.can_descend(&next) {
-                    self.dir(&path, &child, &next, depth + 1);
-                }
-                continue;
-            }
-            if kind.is_symlink() && self.matcher.can_descend(&next) {
-                // A linked directory (a Nix profile links whole directories into the store) is
-                // walked where the link leads, as the loader would reach it.
-                if let Some(to) = resolve_link(self.prefixes, self.prefix, &child, &path, self.root)
-                    .filter(|(_, m)| m.is_dir())
-                {
-                    self.dir(&to.0, &child, &next, depth + 1);
-                    continue;
-                }
-            }
-            if let Some(odd) =
-                rocpack_scan::NotRegular::of_type(kind).filter(|_| !kind.is_symlink())
-            {
+        match kind {
+            Kind::Special => {
                 // A FIFO, socket or device where the install should have a file: never opened.
-                if !self.matcher.accepted(&next).is_empty() {
-                    self.problems.push(problem(
-                        &path,
-                        ReadCode::NotRegularFile,
-                        rocpack_scan::NotRegular::error(odd).to_string(),
-                    ));
-                }
-                continue;
+                let odd = std::fs::symlink_metadata(&path)
+                    .ok()
+                    .and_then(|m| rocpack_scan::NotRegular::of_type(m.file_type()));
+                let message = match odd {
+                    Some(odd) => rocpack_scan::NotRegular::error(odd).to_string(),
+                    None => "not a regular file".to_owned(),
+                };
+                self.problems
+                    .push(problem(&path, ReadCode::NotRegularFile, message));
             }
-            if kind.is_file() || kind.is_symlink() {
-                let globs = self.matcher.accepted(&next);
-                if !globs.is_empty() {
-                    self.hits.push(Hit {
-                        prefix: self.prefix,
-                        rel: child,
-                        path,
-                        globs,
-                        symlink: kind.is_symlink(),
-                    });
-                }
-            }
+            Kind::File | Kind::Symlink => self.hits.push(Hit {
+                prefix: self.prefix,
+                rel: child,
+                path,
+                globs,
+                symlink: kind == Kind::Symlink,
+            }),
         }
+    }
+
+    fn error(&mut self, path: PathBuf, error: WalkError) {
+        let (code, message) = match error {
+            WalkError::TooDeep => (
+                ReadCode::TooDeep,
+                format!("directory nesting deeper than {MAX_DEPTH}; not walked further"),
+            ),
+            WalkError::Dir(e) | WalkError::Listing(e) => {
+                (ReadCode::UnreadableDirectory, e.to_string())
+            }
+            WalkError::Entry(e) | WalkError::Path(e) => (ReadCode::UnreadableFile, e.to_string()),
+        };
+        self.problems.push(problem(&path, code, message));
     }
 }
 
@@ -809,11 +783,10 @@ pub fn verify_with_progress(
                 prefixes,
                 prefix: i,
                 root: &root,
-                entered: HashSet::new(),
                 hits: Vec::new(),
                 problems: Vec::new(),
             };
-            w.dir(prefix, Path::new(""), &matcher.start(), 0);
+            rocpack_scan::walk::walk_tree(prefix, &(PathBuf::new(), matcher.start()), &mut w);
             (w.hits, w.problems)
         })
         .collect();

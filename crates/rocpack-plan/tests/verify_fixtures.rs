@@ -55,18 +55,16 @@ fn fixture_plan() -> Plan {
     make_plan(GPUS, COMPONENTS, SET)
 }
 
+/// The fixture plan checked against the install at `prefix`, layout detected.
+fn verify_fixture(prefix: &std::path::Path) -> Report {
+    verify(kb(), &fixture_plan(), &[prefix.to_path_buf()], None, None).unwrap()
+}
+
 #[test]
 fn fixture_install_found_missing_unplanned_and_bytes() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
-    let report = verify(
-        kb(),
-        &fixture_plan(),
-        &[dir.path().to_path_buf()],
-        None,
-        None,
-    )
-    .unwrap();
+    let report = verify_fixture(dir.path());
     assert_eq!(report.layout, Layout::Rocm);
     assert!(report.layout_detected);
 
@@ -199,14 +197,7 @@ fn progress_counts_the_device_code_files_read() {
 fn instances_only_trap_shows_as_unplanned_bytes() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
-    let report = verify(
-        kb(),
-        &fixture_plan(),
-        &[dir.path().to_path_buf()],
-        None,
-        None,
-    )
-    .unwrap();
+    let report = verify_fixture(dir.path());
     let c = report.component("composable_kernel").unwrap();
     assert_eq!(c.paths[0].role, rocpack_plan::kb::FileRole::StaticLibrary);
     assert_eq!(c.found.get("gfx1030"), Some(&6000));
@@ -230,14 +221,7 @@ fn unreadable_file_is_listed_and_the_walk_goes_on() {
         &bytes[..5000],
     )
     .unwrap();
-    let report = verify(
-        kb(),
-        &fixture_plan(),
-        &[dir.path().to_path_buf()],
-        None,
-        None,
-    )
-    .unwrap();
+    let report = verify_fixture(dir.path());
     assert_eq!(report.status(), Status::Unreadable);
     assert_eq!(report.status().exit().code(), 2);
     let p = &report.problems[0];
@@ -325,14 +309,7 @@ fn usage_errors() {
 fn json_of_a_fixture_install() {
     let dir = tempfile::tempdir().unwrap();
     rocm_tree(dir.path());
-    let report = verify(
-        kb(),
-        &fixture_plan(),
-        &[dir.path().to_path_buf()],
-        None,
-        None,
-    )
-    .unwrap();
+    let report = verify_fixture(dir.path());
     // The text: crates/rocpack/tests/plan_verify.rs.
     let json: serde_json::Value = serde_json::to_value(&report).unwrap();
     assert_eq!(json["schema"], "rocpack-plan-verify/1");
@@ -452,4 +429,29 @@ fn nix_profile_links_leave_the_prefix_unless_confined_to_a_root() {
     // A prefix outside --root is a usage error.
     let e = verify(kb(), &plan, &[store], None, Some(&profile)).unwrap_err();
     assert!(matches!(e, VerifyError::Prefix { .. }), "{e}");
+}
+
+/// A FIFO where the install has a library name: reported as not a regular file, never opened
+/// (opening it for reading would wait for a writer forever), and the rest is read.
+#[test]
+fn a_fifo_with_a_library_name_is_reported_and_not_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    rocm_tree(dir.path());
+    let fifo = dir.path().join("lib/librocsparse.so.1.9");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let report = verify_fixture(dir.path());
+    let p: Vec<_> = report
+        .problems
+        .iter()
+        .filter(|p| p.path.ends_with("librocsparse.so.1.9"))
+        .collect();
+    assert_eq!(p.len(), 1, "{:?}", report.problems);
+    assert_eq!(p[0].code.as_str(), "not-regular-file");
+    assert!(p[0].message.contains("a FIFO"), "{}", p[0].message);
+    assert_eq!(report.status(), Status::Unreadable);
+    assert_eq!(found(&report, "rocSPARSE").get("gfx1030"), Some(&6000));
 }

@@ -178,9 +178,10 @@ pub fn expand(paths: &[PathBuf]) -> (Vec<(PathBuf, bool)>, Vec<PathError>) {
         .into_iter()
         .map(|(p, e)| {
             let message = match e {
-                walk::WalkError::Path(e) | walk::WalkError::Dir(e) | walk::WalkError::Entry(e) => {
-                    e.to_string()
-                }
+                walk::WalkError::Path(e)
+                | walk::WalkError::Dir(e)
+                | walk::WalkError::Listing(e)
+                | walk::WalkError::Entry(e) => e.to_string(),
                 walk::WalkError::TooDeep => "directory nesting deeper than 64".into(),
             };
             (p, message)

@@ -28,7 +28,9 @@ pub fn collect(paths: &[PathBuf]) -> (Input, Vec<Finding>) {
         .into_iter()
         .map(|(p, e)| {
             let message = match e {
-                WalkError::Path(e) | WalkError::Entry(e) => format!("cannot read: {e}"),
+                WalkError::Path(e) | WalkError::Listing(e) | WalkError::Entry(e) => {
+                    format!("cannot read: {e}")
+                }
                 WalkError::Dir(e) => format!("cannot read directory: {e}"),
                 WalkError::TooDeep => format!(
                     "directory nesting deeper than {}; not walked further",
