@@ -1,5 +1,7 @@
 //! The AMDGPU code object's own ELF header: processor, features, code object version.
 
+use object::elf::{FileHeader32, FileHeader64};
+use object::{LittleEndian as LE, pod};
 use rocpack_bytes::Bytes;
 
 /// How the processor of a code object whose `e_flags` name no known machine is spelled:
@@ -87,9 +89,32 @@ impl CodeObjectHeader {
         }
         let class = b.u8(4).map_err(|_| HeaderError::Truncated(b.len()))?;
         let encoding = b.u8(5).map_err(|_| HeaderError::Truncated(b.len()))?;
-        let (elf_class, flags_at, min) = match (class, encoding) {
-            (2, 1) => (64, 48, 64),
-            (1, 1) => (32, 36, 52),
+        // The header through `object`'s layouts, once the file is known to hold one.
+        let (elf_class, ident, e_type, e_machine, e_flags) = match (class, encoding) {
+            (2, 1) => {
+                let h = pod::from_bytes::<FileHeader64<LE>>(data)
+                    .map_err(|_| HeaderError::Truncated(b.len()))?
+                    .0;
+                (
+                    64,
+                    h.e_ident,
+                    h.e_type.get(LE),
+                    h.e_machine.get(LE),
+                    h.e_flags.get(LE),
+                )
+            }
+            (1, 1) => {
+                let h = pod::from_bytes::<FileHeader32<LE>>(data)
+                    .map_err(|_| HeaderError::Truncated(b.len()))?
+                    .0;
+                (
+                    32,
+                    h.e_ident,
+                    h.e_type.get(LE),
+                    h.e_machine.get(LE),
+                    h.e_flags.get(LE),
+                )
+            }
             _ => {
                 return Err(HeaderError::Unsupported {
                     class,
@@ -97,18 +122,10 @@ impl CodeObjectHeader {
                 });
             }
         };
-        if b.len() < min {
-            return Err(HeaderError::Truncated(b.len()));
-        }
-        let trunc = |_| HeaderError::Truncated(data.len() as u64);
-        let os_abi = b.u8(7).map_err(trunc)?;
-        let abi_version = b.u8(8).map_err(trunc)?;
-        let e_type = b.u16(16).map_err(trunc)?;
-        let e_machine = b.u16(18).map_err(trunc)?;
+        let (os_abi, abi_version) = (ident.os_abi, ident.abi_version);
         if e_machine != EM_AMDGPU {
             return Err(HeaderError::NotAmdgpu(e_machine));
         }
-        let e_flags = b.u32(flags_at).map_err(trunc)?;
         let mach = (e_flags & EF_AMDGPU_MACH) as u8;
         let info = mach::by_value(mach);
         // LLVM's AMDGPUTargetELFStreamer: HSA V2/V3 and every PAL/Mesa object use the V3

@@ -3,12 +3,18 @@
 
 use std::borrow::Cow;
 
+use object::elf::{FileHeader64, NoteHeader32, ProgramHeader64, SectionHeader64};
+use object::{LittleEndian as LE, pod};
 use rocpack_bytes::{Bytes, align_up, lossless_string};
 
 use crate::msgpack::{self, Value};
 
-const PT_NOTE: u32 = 4;
-const SHT_NOTE: u32 = 7;
+use object::elf::{PT_NOTE, SHT_NOTE};
+
+/// The `object::elf` layout `T` at the start of `data`, which the caller has bounded to its size.
+fn layout<T: object::Pod>(data: &[u8]) -> Option<&T> {
+    pod::from_bytes::<T>(data).ok().map(|(t, _)| t)
+}
 /// Note type of the msgpack metadata (owner "AMDGPU").
 pub const NT_AMDGPU_METADATA: u32 = 32;
 /// Note type of the YAML metadata of V2 code objects (owner "AMD").
@@ -107,36 +113,36 @@ fn note_ranges(src: &(impl Source + ?Sized)) -> Result<Vec<(u64, u64, u64)>, Met
     if !b.has_at(0, b"\x7fELF") || b.u8(4).ok() != Some(2) || b.u8(5).ok() != Some(1) {
         return Err(MetadataError::NotElf64);
     }
+    let h = b.read_at(0, 64).map_err(oob("ELF header"))?;
+    let h = layout::<FileHeader64<LE>>(h).ok_or(MetadataError::NotElf64)?;
     let mut ranges = Vec::new();
-    let phoff = b.u64(32).map_err(oob("e_phoff"))?;
-    let phentsize = u64::from(b.u16(54).map_err(oob("e_phentsize"))?);
-    let phnum = u64::from(b.u16(56).map_err(oob("e_phnum"))?);
+    let phoff = h.e_phoff.get(LE);
+    let phentsize = u64::from(h.e_phentsize.get(LE));
+    let phnum = u64::from(h.e_phnum.get(LE));
     for i in 0..phnum {
         let ph = src
             .bytes(phoff.saturating_add(i.saturating_mul(phentsize)), 56)
             .map_err(oob("program header"))?;
-        let ph = Bytes::new(&ph);
-        if ph.u32(0).map_err(oob("p_type"))? == PT_NOTE {
-            let off = ph.u64(8).map_err(oob("p_offset"))?;
-            let size = ph.u64(32).map_err(oob("p_filesz"))?;
-            let align = ph.u64(48).map_err(oob("p_align"))?;
-            ranges.push((off, size, align));
+        let ph = layout::<ProgramHeader64<LE>>(&ph).ok_or(MetadataError::NotElf64)?;
+        if ph.p_type.get(LE) == PT_NOTE {
+            ranges.push((ph.p_offset.get(LE), ph.p_filesz.get(LE), ph.p_align.get(LE)));
         }
     }
     if ranges.is_empty() {
-        let shoff = b.u64(40).map_err(oob("e_shoff"))?;
-        let shentsize = u64::from(b.u16(58).map_err(oob("e_shentsize"))?);
-        let shnum = u64::from(b.u16(60).map_err(oob("e_shnum"))?);
+        let shoff = h.e_shoff.get(LE);
+        let shentsize = u64::from(h.e_shentsize.get(LE));
+        let shnum = u64::from(h.e_shnum.get(LE));
         for i in 0..shnum {
             let sh = src
                 .bytes(shoff.saturating_add(i.saturating_mul(shentsize)), 64)
                 .map_err(oob("section header"))?;
-            let sh = Bytes::new(&sh);
-            if sh.u32(4).map_err(oob("sh_type"))? == SHT_NOTE {
-                let off = sh.u64(24).map_err(oob("sh_offset"))?;
-                let size = sh.u64(32).map_err(oob("sh_size"))?;
-                let align = sh.u64(48).map_err(oob("sh_addralign"))?;
-                ranges.push((off, size, align));
+            let sh = layout::<SectionHeader64<LE>>(&sh).ok_or(MetadataError::NotElf64)?;
+            if sh.sh_type.get(LE) == SHT_NOTE {
+                ranges.push((
+                    sh.sh_offset.get(LE),
+                    sh.sh_size.get(LE),
+                    sh.sh_addralign.get(LE),
+                ));
             }
         }
     }
@@ -165,9 +171,11 @@ fn segment_notes<'a>(
     let align = if align == 8 { 8 } else { 4 };
     let mut pos = 0u64;
     while pos < seg.len() {
-        let namesz = u64::from(seg.u32(pos).map_err(oob("note header"))?);
-        let descsz = u64::from(seg.u32(pos + 4).map_err(oob("note header"))?);
-        let n_type = seg.u32(pos + 8).map_err(oob("note header"))?;
+        let header = seg.read_at(pos, 12).map_err(oob("note header"))?;
+        let header = layout::<NoteHeader32<LE>>(header).ok_or(MetadataError::NotElf64)?;
+        let namesz = u64::from(header.n_namesz.get(LE));
+        let descsz = u64::from(header.n_descsz.get(LE));
+        let n_type = header.n_type.get(LE);
         let name_at = pos + 12;
         let name = seg.read_at(name_at, namesz).map_err(oob("note name"))?;
         let desc_at = align_up(name_at + namesz, align).unwrap_or(u64::MAX);

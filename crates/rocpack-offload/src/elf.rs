@@ -1,39 +1,47 @@
 //! Just enough of 64-bit little-endian ELF to find GPU code in host files: section and program
 //! headers, the dynamic section, RELA/RELR relocations and symbols.
 //!
-//! Ours rather than `object`'s: every table here is bounded by the file before it is
-//! allocated, RELR decoding uses checked arithmetic, and only the headers asked for are read,
-//! which keeps a 1.6 GB library's walk at a few hundred kilobytes.
+//! The layouts are `object`'s (`object::elf`'s `FileHeader64`, `ProgramHeader64`,
+//! `SectionHeader64`, `Dyn64`, `Rela64`, `Relr64`, `Sym64`, and its hash tables), read from
+//! slices this module has bounded first: every table is checked against the file before it is
+//! read, with an error that names the header field and offset, and only the headers asked for
+//! are read, which keeps a 1.6 GB library's walk at a few hundred kilobytes. RELR is decoded
+//! here with checked arithmetic (`object`'s `RelrIterator` adds without a check, and a hostile
+//! table near `u64::MAX` must not overflow).
 
 use std::collections::{HashMap, HashSet};
 
+use object::elf::{Dyn64, FileHeader64, ProgramHeader64, Rela64, Relr64, SectionHeader64, Sym64};
+use object::read::elf::{GnuHashTable, HashTable};
+use object::{LittleEndian as LE, pod};
 use rocpack_bytes::Bytes;
 
 use crate::error::{FormatError, Kind};
 
-pub const ET_REL: u16 = 1;
-pub const ET_EXEC: u16 = 2;
-pub const ET_DYN: u16 = 3;
-pub const SHT_SYMTAB: u32 = 2;
-pub const SHT_RELA: u32 = 4;
-pub const SHT_NOBITS: u32 = 8;
-pub const SHT_DYNSYM: u32 = 11;
-pub const SHT_RELR: u32 = 19;
+pub use object::elf::{
+    ET_DYN, ET_EXEC, ET_REL, PF_W, PF_X, PT_DYNAMIC, PT_LOAD, SHT_DYNSYM, SHT_NOBITS, SHT_RELA,
+    SHT_RELR, SHT_SYMTAB,
+};
+/// LLVM's offloading section type (`.llvm.offloading`), not in `object::elf`.
 pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
-pub const PT_LOAD: u32 = 1;
-pub const PT_DYNAMIC: u32 = 2;
-pub const PF_X: u32 = 1;
-pub const PF_W: u32 = 2;
-const DT_NULL: u64 = 0;
-const DT_HASH: u64 = 4;
-const DT_STRTAB: u64 = 5;
-const DT_SYMTAB: u64 = 6;
-const DT_STRSZ: u64 = 10;
-const DT_GNU_HASH: u64 = 0x6fff_fef5;
-const DT_RELA: u64 = 7;
-const DT_RELASZ: u64 = 8;
+// Dynamic tags, as the u64 `d_tag` holds them.
+const DT_NULL: u64 = object::elf::DT_NULL as u64;
+const DT_HASH: u64 = object::elf::DT_HASH as u64;
+const DT_STRTAB: u64 = object::elf::DT_STRTAB as u64;
+const DT_SYMTAB: u64 = object::elf::DT_SYMTAB as u64;
+const DT_STRSZ: u64 = object::elf::DT_STRSZ as u64;
+const DT_GNU_HASH: u64 = object::elf::DT_GNU_HASH as u64;
+const DT_RELA: u64 = object::elf::DT_RELA as u64;
+const DT_RELASZ: u64 = object::elf::DT_RELASZ as u64;
+/// `DT_RELRSZ` and `DT_RELR` (gABI), not in `object::elf`.
 const DT_RELRSZ: u64 = 35;
 const DT_RELR: u64 = 36;
+
+/// A value of `object::elf` type `T` at the start of `data` (which is long enough: callers
+/// bound it first).
+fn read<T: object::Pod>(data: &[u8]) -> Option<&T> {
+    pod::from_bytes::<T>(data).ok().map(|(t, _)| t)
+}
 
 fn err(offset: u64, message: impl Into<String>) -> FormatError {
     FormatError::new(Kind::Elf, offset, message)
@@ -129,14 +137,20 @@ impl<'a> Elf<'a> {
                 format!("file is {} bytes, shorter than an ELF header", b.len()),
             ));
         }
-        let r16 = |o| b.u16(o).unwrap_or(0);
-        let r64 = |o| b.u64(o).unwrap_or(0);
-        let e_type = r16(16);
-        let e_machine = r16(18);
-        let (phoff, shoff) = (r64(32), r64(40));
-        let (phentsize, phnum) = (u64::from(r16(54)), u64::from(r16(56)));
-        let (shentsize, mut shnum, shstrndx) =
-            (u64::from(r16(58)), u64::from(r16(60)), u64::from(r16(62)));
+        let h = read::<FileHeader64<LE>>(data)
+            .ok_or_else(|| err(0, "file is shorter than an ELF header"))?;
+        let e_type = h.e_type.get(LE);
+        let e_machine = h.e_machine.get(LE);
+        let (phoff, shoff) = (h.e_phoff.get(LE), h.e_shoff.get(LE));
+        let (phentsize, phnum) = (
+            u64::from(h.e_phentsize.get(LE)),
+            u64::from(h.e_phnum.get(LE)),
+        );
+        let (shentsize, mut shnum, shstrndx) = (
+            u64::from(h.e_shentsize.get(LE)),
+            u64::from(h.e_shnum.get(LE)),
+            u64::from(h.e_shstrndx.get(LE)),
+        );
 
         let mut segments = Vec::new();
         if phnum > 0 {
@@ -150,14 +164,16 @@ impl<'a> Elf<'a> {
             for i in 0..phnum {
                 let at = phoff + i * phentsize;
                 let p = b
-                    .sub(at, 56)
-                    .map_err(|_| err(at, "program header outside the file"))?;
+                    .read_at(at, 56)
+                    .ok()
+                    .and_then(read::<ProgramHeader64<LE>>)
+                    .ok_or_else(|| err(at, "program header outside the file"))?;
                 segments.push(Segment {
-                    p_type: p.u32(0).unwrap_or(0),
-                    flags: p.u32(4).unwrap_or(0),
-                    offset: p.u64(8).unwrap_or(0),
-                    vaddr: p.u64(16).unwrap_or(0),
-                    filesz: p.u64(32).unwrap_or(0),
+                    p_type: p.p_type.get(LE),
+                    flags: p.p_flags.get(LE),
+                    offset: p.p_offset.get(LE),
+                    vaddr: p.p_vaddr.get(LE),
+                    filesz: p.p_filesz.get(LE),
                 });
             }
         }
@@ -173,36 +189,41 @@ impl<'a> Elf<'a> {
             if shnum == 0 {
                 // Extended numbering: the real count is in section 0's sh_size.
                 shnum = b
-                    .u64(shoff.saturating_add(32))
-                    .map_err(|_| err(40, "e_shoff points outside the file"))?;
+                    .read_at(shoff, 64)
+                    .ok()
+                    .and_then(read::<SectionHeader64<LE>>)
+                    .map(|s0| s0.sh_size.get(LE))
+                    .ok_or_else(|| err(40, "e_shoff points outside the file"))?;
             }
             check_table(b, shoff, shentsize, shnum, 40, "section header table")?;
             let mut raw = Vec::new();
             for i in 0..shnum {
                 let at = shoff + i * shentsize;
                 let s = b
-                    .sub(at, 64)
-                    .map_err(|_| err(at, "section header outside the file"))?;
+                    .read_at(at, 64)
+                    .ok()
+                    .and_then(read::<SectionHeader64<LE>>)
+                    .ok_or_else(|| err(at, "section header outside the file"))?;
                 raw.push((at, s));
             }
             let strtab = raw
                 .get(shstrndx as usize)
-                .and_then(|(_, s)| b.sub(s.u64(24).ok()?, s.u64(32).ok()?).ok());
+                .and_then(|(_, s)| b.sub(s.sh_offset.get(LE), s.sh_size.get(LE)).ok());
             for (index, (at, s)) in raw.into_iter().enumerate() {
-                let name_off = u64::from(s.u32(0).unwrap_or(0));
+                let name_off = u64::from(s.sh_name.get(LE));
                 let name = strtab
                     .and_then(|t| cstr_at(t, name_off))
                     .unwrap_or_default();
                 sections.push(Section {
                     index,
                     name,
-                    sh_type: s.u32(4).unwrap_or(0),
-                    flags: s.u64(8).unwrap_or(0),
-                    addr: s.u64(16).unwrap_or(0),
-                    offset: s.u64(24).unwrap_or(0),
-                    size: s.u64(32).unwrap_or(0),
-                    link: s.u32(40).unwrap_or(0),
-                    info: s.u32(44).unwrap_or(0),
+                    sh_type: s.sh_type.get(LE),
+                    flags: s.sh_flags.get(LE),
+                    addr: s.sh_addr.get(LE),
+                    offset: s.sh_offset.get(LE),
+                    size: s.sh_size.get(LE),
+                    link: s.sh_link.get(LE),
+                    info: s.sh_info.get(LE),
                     header_offset: at,
                 });
             }
@@ -326,42 +347,24 @@ impl<'a> Elf<'a> {
         let strings = self
             .data
             .read_at_most(strtab, self.dynamic_value(DT_STRSZ)?);
-        let count = if let Some(hash) = at(DT_HASH) {
-            u64::from(self.data.u32(hash.checked_add(4)?).ok()?)
-        } else {
-            self.gnu_hash_count(at(DT_GNU_HASH)?)?
+        // The hash tables read through `object`, over the rest of the file (no copy, nothing
+        // allocated for what they claim).
+        let rest = |off: u64| {
+            self.data
+                .read_at_most(off, self.data.len().saturating_sub(off))
         };
+        let count = if let Some(hash) = at(DT_HASH) {
+            HashTable::<FileHeader64<LE>>::parse(LE, rest(hash))
+                .ok()?
+                .symbol_table_length()
+        } else {
+            GnuHashTable::<FileHeader64<LE>>::parse(LE, rest(at(DT_GNU_HASH)?))
+                .ok()?
+                .symbol_table_length(LE)?
+        };
+        let count = u64::from(count);
         let table = self.data.read_at_most(symtab, count.checked_mul(24)?);
         Some((table, strings))
-    }
-
-    /// Symbols counted by a DT_GNU_HASH table at `off`: one past the last index a chain ends at.
-    fn gnu_hash_count(&self, off: u64) -> Option<u64> {
-        let b = self.data;
-        let nbuckets = u64::from(b.u32(off).ok()?);
-        let symoffset = u64::from(b.u32(off.checked_add(4)?).ok()?);
-        let bloom = u64::from(b.u32(off.checked_add(8)?).ok()?);
-        let buckets = off.checked_add(16)?.checked_add(bloom.checked_mul(8)?)?;
-        let chains = buckets.checked_add(nbuckets.checked_mul(4)?)?;
-        // Every bucket is read from the file: a count the file merely claims allocates nothing.
-        let mut last = None;
-        for i in 0..nbuckets {
-            let v = u64::from(b.u32(buckets.checked_add(i * 4)?).ok()?);
-            last = last.max((v >= symoffset).then_some(v));
-        }
-        let Some(mut index) = last else {
-            return Some(symoffset);
-        };
-        // Walk the last chain to its end (its entry with the low bit set).
-        loop {
-            let entry = b
-                .u32(chains.checked_add(index.checked_sub(symoffset)?.checked_mul(4)?)?)
-                .ok()?;
-            index += 1;
-            if entry & 1 == 1 {
-                return Some(index);
-            }
-        }
     }
 
     /// Symbol `index` of the dynamic symbol table (DT_SYMTAB).
@@ -385,10 +388,10 @@ impl<'a> Elf<'a> {
 }
 
 fn symbol_at(b: Bytes<'_>, off: u64) -> Option<Symbol> {
-    let s = b.sub(off, 24).ok()?;
+    let s = read::<Sym64<LE>>(b.read_at(off, 24).ok()?)?;
     Some(Symbol {
-        shndx: s.u16(6).ok()?,
-        value: s.u64(8).ok()?,
+        shndx: s.st_shndx.get(LE),
+        value: s.st_value.get(LE),
     })
 }
 
@@ -423,16 +426,15 @@ fn cstr_at(t: Bytes<'_>, off: u64) -> Option<&[u8]> {
 
 /// Decodes an array of Elf64_Rela.
 pub fn parse_rela(data: &[u8]) -> Vec<Rela> {
-    data.chunks_exact(24)
-        .map(|c| {
-            let b = Bytes::new(c);
-            let info = b.u64(8).unwrap_or(0);
-            Rela {
-                offset: b.u64(0).unwrap_or(0),
-                r_type: info as u32,
-                sym: (info >> 32) as u32,
-                addend: b.u64(16).unwrap_or(0) as i64,
-            }
+    let (table, _) =
+        pod::slice_from_bytes::<Rela64<LE>>(data, data.len() / 24).unwrap_or((&[], &[]));
+    table
+        .iter()
+        .map(|r| Rela {
+            offset: r.r_offset.get(LE),
+            r_type: r.r_type(LE, false),
+            sym: r.r_sym(LE, false),
+            addend: r.r_addend.get(LE),
         })
         .collect()
 }
@@ -440,9 +442,11 @@ pub fn parse_rela(data: &[u8]) -> Vec<Rela> {
 /// Calls `f` with every address an SHT_RELR table relocates (the gABI encoding: an even entry
 /// is an address, an odd one a bitmap of the 63 words after the previous run).
 pub fn for_each_relr(data: &[u8], mut f: impl FnMut(u64)) {
+    let (table, _) =
+        pod::slice_from_bytes::<Relr64<LE>>(data, data.len() / 8).unwrap_or((&[], &[]));
     let mut base: Option<u64> = None;
-    for c in data.chunks_exact(8) {
-        let entry = Bytes::new(c).u64(0).unwrap_or(0);
+    for r in table {
+        let entry = r.0.get(LE);
         if entry & 1 == 0 {
             f(entry);
             base = entry.checked_add(8);
@@ -474,17 +478,13 @@ fn read_dynamic(b: Bytes<'_>, segments: &[Segment]) -> Vec<(u64, u64)> {
     let Some(dynseg) = segments.iter().find(|p| p.p_type == PT_DYNAMIC) else {
         return Vec::new();
     };
-    let d = Bytes::new(b.read_at_most(dynseg.offset, dynseg.filesz));
-    let mut out = Vec::new();
-    let mut at = 0;
-    while let (Ok(tag), Ok(val)) = (d.u64(at), d.u64(at + 8)) {
-        if tag == DT_NULL {
-            break;
-        }
-        out.push((tag, val));
-        at += 16;
-    }
-    out
+    let d = b.read_at_most(dynseg.offset, dynseg.filesz);
+    let (entries, _) = pod::slice_from_bytes::<Dyn64<LE>>(d, d.len() / 16).unwrap_or((&[], &[]));
+    entries
+        .iter()
+        .map(|e| (e.d_tag.get(LE), e.d_val.get(LE)))
+        .take_while(|&(tag, _)| tag != DT_NULL)
+        .collect()
 }
 
 /// Relocation types that store `B + A` (relative) or `S + A` (absolute 64-bit), per machine.
