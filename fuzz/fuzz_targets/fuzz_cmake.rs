@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocpack_verify::cmake::project::{ProjectOptions, evaluate_project};
+use rocpack_cmake::project::{ProjectOptions, evaluate_project};
 
 fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir().join(format!("rocpack-fuzz-cmake-{}", std::process::id()));

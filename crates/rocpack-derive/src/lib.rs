@@ -1,5 +1,5 @@
 //! Derives a ROCm component's build facts from its own sources: its `CMakeLists.txt` is evaluated
-//! with rocpack's CMake interpreter ([`rocpack_verify::cmake::project`]) once per input scenario,
+//! with rocpack's CMake interpreter ([`rocpack_cmake::project`]) once per input scenario,
 //! and the facts are read off what the evaluations did.
 //!
 //! ```no_run
@@ -40,9 +40,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use rocpack_verify::cmake::project::{
-    Call, DeclKind, ProjectOptions, ProjectRun, Value, evaluate_project,
-};
+use rocpack_cmake::project::{Call, DeclKind, ProjectOptions, ProjectRun, Value, evaluate_project};
 use serde::Serialize;
 
 /// The target variables whose precedence is derived.
@@ -383,7 +381,7 @@ fn split(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn place(at: &rocpack_verify::cmake::project::Place) -> String {
+fn place(at: &rocpack_cmake::project::Place) -> String {
     format!("{}:{}", at.file, at.line)
 }
 
@@ -696,7 +694,7 @@ fn option_facts(run: &Run) -> Vec<OptionFact> {
     out
 }
 
-fn condition_text(c: &rocpack_verify::cmake::project::Condition) -> String {
+fn condition_text(c: &rocpack_cmake::project::Condition) -> String {
     if c.negated {
         format!("NOT ({}) at {}", c.text, place(&c.at))
     } else {

@@ -4,10 +4,15 @@
 //! - Codes: each domain (reading files, `verify`, `plan`, `plan verify`) declares its stable
 //!   kebab-case codes with [`codes!`], each with the severity it has unless the finding says
 //!   otherwise. docs/diagnostics.md lists every code of every domain; a test holds it to that.
+//! - [`Finding`]: a finding about a file (what `verify` and the CMake interpreter report): a
+//!   code of one domain, its severity, the file, a message, a hint and code-specific details.
+//!   The readers of GPU containers report `Diagnostic`s instead, which locate a problem inside
+//!   a file (container and byte offset); they share [`Severity`] and the [`codes!`] codes.
 //! - [`Exit`]: how a command ended, and the one mapping from that to the process exit status.
 #![forbid(unsafe_code)]
 
 use std::fmt;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -137,6 +142,73 @@ macro_rules! codes {
 
 #[doc(hidden)]
 pub use serde as __serde;
+
+/// One problem, located in the file where it lies: the library that needs a symbol, the config
+/// that references a missing path. `C` is the domain's code (a [`codes!`] enum).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding<C> {
+    pub code: C,
+    pub severity: Severity,
+    /// The file where the problem lies, as found (inside the sysroot when one is given).
+    pub file: PathBuf,
+    /// One line, complete on its own.
+    pub message: String,
+    /// What to do about it, or where to look; may be empty.
+    pub hint: String,
+    /// Code-specific structured fields for `--json` (`symbol`, `version`, `library`,
+    /// `searched`, `line`, …), documented per code.
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+impl<C: Code> Finding<C> {
+    /// A finding of `code`'s default severity.
+    pub fn new(code: C, file: impl Into<PathBuf>, message: String) -> Self {
+        Finding::with_severity(code, code.severity(), file, message)
+    }
+
+    /// A finding whose severity the check decides (`undefined-symbol` is a warning for a
+    /// plugin, …; docs/diagnostics.md says when).
+    pub fn with_severity(
+        code: C,
+        severity: Severity,
+        file: impl Into<PathBuf>,
+        message: String,
+    ) -> Self {
+        Finding {
+            code,
+            severity,
+            file: file.into(),
+            message,
+            hint: String::new(),
+            details: serde_json::Map::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = hint.into();
+        self
+    }
+
+    #[must_use]
+    pub fn detail(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The same finding with its code in another domain (a product's codes gathered into the
+    /// command's: the CMake interpreter's into `verify`'s).
+    pub fn into_domain<D: From<C>>(self) -> Finding<D> {
+        Finding {
+            code: D::from(self.code),
+            severity: self.severity,
+            file: self.file,
+            message: self.message,
+            hint: self.hint,
+            details: self.details,
+        }
+    }
+}
 
 /// How a command ended. Every command maps its outcome to one of these, and this is the only
 /// place that turns one into a process exit status (docs: README, "Exit status").

@@ -1,8 +1,6 @@
 //! The one report type every check returns: a finding with a stable code (the model is
 //! `rocpack_finding`'s; this is the `verify` domain's).
 
-use std::path::PathBuf;
-
 pub use rocpack_finding::Severity;
 
 rocpack_finding::codes! {
@@ -38,56 +36,17 @@ rocpack_finding::codes! {
     }
 }
 
-/// One problem, located in the file where it lies: the library that needs a symbol, the config
-/// that references a missing path.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
-    pub code: Code,
-    pub severity: Severity,
-    /// The file where the problem lies, as found (inside the sysroot when one is given).
-    pub file: PathBuf,
-    /// One line, complete on its own.
-    pub message: String,
-    /// What to do about it, or where to look; may be empty.
-    pub hint: String,
-    /// Code-specific structured fields for `--json` (`symbol`, `version`, `library`,
-    /// `searched`, `line`, …), documented per code in docs/verify.md.
-    pub details: serde_json::Map<String, serde_json::Value>,
-}
-
-impl Finding {
-    /// A finding of `code`'s default severity.
-    pub fn new(code: Code, file: impl Into<PathBuf>, message: String) -> Self {
-        Finding::with_severity(code, code.severity(), file, message)
-    }
-
-    /// A finding whose severity the check decides (`undefined-symbol` is a warning for a
-    /// plugin, …; docs/diagnostics.md says when).
-    pub fn with_severity(
-        code: Code,
-        severity: Severity,
-        file: impl Into<PathBuf>,
-        message: String,
-    ) -> Self {
-        Finding {
-            code,
-            severity,
-            file: file.into(),
-            message,
-            hint: String::new(),
-            details: serde_json::Map::new(),
+impl From<rocpack_cmake::CmakeCode> for Code {
+    fn from(c: rocpack_cmake::CmakeCode) -> Code {
+        use rocpack_cmake::CmakeCode as C;
+        match c {
+            C::CmakeMissingFile => Code::CmakeMissingFile,
+            C::CmakePathOutsidePrefix => Code::CmakePathOutsidePrefix,
+            C::CmakeNotEvaluated => Code::CmakeNotEvaluated,
+            C::UnreadableFile => Code::UnreadableFile,
         }
     }
-
-    #[must_use]
-    pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = hint.into();
-        self
-    }
-
-    #[must_use]
-    pub fn detail(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.details.insert(key.to_owned(), value.into());
-        self
-    }
 }
+
+/// A `verify` finding.
+pub type Finding = rocpack_finding::Finding<Code>;

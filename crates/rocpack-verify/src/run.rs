@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::finding::{Code, Finding, Severity};
-use crate::{cmake, linkage, toolchain, tree};
+use crate::{linkage, toolchain, tree};
 use rocpack_linkage::search::{Environment, LoaderEnv};
 use rocpack_scan::sysroot::Sysroot;
 
@@ -168,9 +168,9 @@ pub fn run(opts: &Options, progress: &dyn Fn(usize)) -> Report {
     }
     if opts.checks.contains(&Check::Cmake) {
         for prefix in opts.paths.iter().filter(|p| p.is_dir()) {
-            let report = cmake::check_prefix(&cmake::CmakeOptions { prefix, root });
+            let report = rocpack_cmake::check_prefix(&rocpack_cmake::CmakeOptions { prefix, root });
             counts.cmake_files += report.files_evaluated;
-            findings.extend(report.findings);
+            findings.extend(report.findings.into_iter().map(|f| f.into_domain()));
         }
     }
     if opts.checks.contains(&Check::Toolchain) {

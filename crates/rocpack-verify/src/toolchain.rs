@@ -1382,7 +1382,7 @@ struct Statement {
 /// `cmListFileLexer`), with each command's nesting depth in `if`, `foreach`, `function` and
 /// `macro` blocks. A file that does not lex gives no commands.
 fn cmake_statements(text: &str) -> Vec<Statement> {
-    let Ok(commands) = crate::cmake::lexer::tokenize(text.as_bytes()) else {
+    let Ok(commands) = rocpack_cmake::lexer::tokenize(text.as_bytes()) else {
         return Vec::new();
     };
     let mut depth = 0usize;

@@ -83,6 +83,15 @@ fn every_verify_code_is_documented() {
 }
 
 #[test]
+fn the_cmake_check_reports_verify_codes_by_their_names_and_severities() {
+    for &c in rocpack_cmake::CmakeCode::ALL {
+        let v = rocpack_verify::Code::from(c);
+        assert_eq!(v.as_str(), c.as_str());
+        assert_eq!(v.severity(), c.severity(), "{c}");
+    }
+}
+
+#[test]
 fn every_plan_code_is_documented_and_no_pitfall_shares_one() {
     check::<rocpack_plan::PlanCode>(&page());
     let kb = rocpack_plan::Knowledge::embedded().unwrap();

@@ -138,12 +138,12 @@ fn agreement(fixed: &str, planned: &str) -> &'static str {
     }
 }
 
-/// A boolean setting's value by CMake's rules (`cmIsOn`/`cmIsOff`, rocpack_verify::cmake):
+/// A boolean setting's value by CMake's rules (`cmIsOn`/`cmIsOff`, rocpack_cmake):
 /// `Some(true)` for ON, `Some(false)` for OFF; `None` for an empty value or any other text.
 fn bool_value(s: &Setting) -> Option<bool> {
-    if rocpack_verify::cmake::is_on(&s.value) {
+    if rocpack_cmake::is_on(&s.value) {
         Some(true)
-    } else if !s.value.is_empty() && rocpack_verify::cmake::is_off(&s.value) {
+    } else if !s.value.is_empty() && rocpack_cmake::is_off(&s.value) {
         Some(false)
     } else {
         None

@@ -10,7 +10,7 @@
 //! line calls it unverified; every comparison is kept in [`Knowledge::derived`] for the test that
 //! fails when a fact the release file states as confirmed disagrees with its sources.
 
-use rocpack_verify::cmake::{is_off, is_on};
+use rocpack_cmake::{is_off, is_on};
 use toml::{Table, Value};
 
 use super::{KbError, ReleaseComponent, Supported, kb_error};
@@ -380,7 +380,7 @@ fn processors(list: &[String]) -> Vec<String> {
 }
 
 /// A CMake boolean constant spelled as the knowledge base and the planner spell it (`ON`/`OFF`),
-/// by CMake's own rules (`cmIsOn`/`cmIsOff`, rocpack_verify::cmake); an empty value (unset) and
+/// by CMake's own rules (`cmIsOn`/`cmIsOff`, rocpack_cmake); an empty value (unset) and
 /// anything else as it is.
 fn cmake_bool(v: &str) -> String {
     if v.is_empty() {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::Session;
 use super::lexer::{ArgKind, Node, RawArg};
 use super::paths::{dirname, join, normalize};
-use crate::finding::{Code, Finding};
+use crate::{Code, Finding};
 
 /// Why a value is unknown, shown in findings.
 pub(crate) type Reason = Rc<str>;

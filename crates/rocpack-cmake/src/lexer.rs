@@ -9,7 +9,7 @@ use std::rc::Rc;
 /// How an argument was written; it decides how it is expanded and whether `if()` may treat it
 /// as a keyword or variable name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ArgKind {
+pub enum ArgKind {
     Unquoted,
     Quoted,
     Bracket,
@@ -17,7 +17,7 @@ pub(crate) enum ArgKind {
 
 /// One argument as written, with escapes and `${}` references still in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RawArg {
+pub struct RawArg {
     pub kind: ArgKind,
     pub text: String,
 }
@@ -35,7 +35,7 @@ impl RawArg {
 
 /// One command invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Command {
+pub struct Command {
     /// Lower-cased: CMake command names are case-insensitive.
     pub name: String,
     pub args: Vec<RawArg>,
@@ -44,7 +44,7 @@ pub(crate) struct Command {
 
 /// Why a file is not valid CMake.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ParseError {
+pub struct ParseError {
     pub line: u32,
     pub message: String,
 }
@@ -281,7 +281,7 @@ impl Cursor<'_> {
 
 /// Splits a file into commands. Non-UTF-8 bytes are replaced (CMake reads paths and names as
 /// bytes; nothing this checker compares depends on them).
-pub(crate) fn tokenize(src: &[u8]) -> Result<Vec<Command>, ParseError> {
+pub fn tokenize(src: &[u8]) -> Result<Vec<Command>, ParseError> {
     let mut c = Cursor {
         src,
         pos: 0,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::eval::{Arg, Evaluator, Loc, Val};
 use super::paths::normalize;
-use crate::finding::{Code, Finding, Severity};
+use crate::{Code, Finding, Severity};
 
 /// Directories a package may reference outside its prefix without comment: the system's own.
 /// `/opt` is here because vendor trees (`/opt/rocm`, `/opt/rocm-6.4.0`) reference each other.

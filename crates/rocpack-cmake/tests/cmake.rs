@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rocpack_verify::cmake::{CmakeOptions, CmakeReport, check_file, check_prefix, resolve_in_root};
-use rocpack_verify::{Code, Finding, Severity};
+use rocpack_cmake::{CmakeCode as Code, Finding, Severity};
+use rocpack_cmake::{CmakeOptions, CmakeReport, check_file, check_prefix, resolve_in_root};
 
 struct Tree {
     dir: tempfile::TempDir,

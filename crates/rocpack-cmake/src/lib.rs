@@ -1,9 +1,12 @@
-//! CMake package configs: evaluates every `*Config.cmake`, `*-config.cmake` and targets file of
-//! a prefix with a small CMake interpreter and checks the files they reference.
+//! A CMake interpreter that runs nothing, and the check of CMake package configs built on it:
+//! evaluates every `*Config.cmake`, `*-config.cmake` and targets file of a prefix and checks the
+//! files they reference ([`check_prefix`]); [`project`] evaluates a project's own CMakeLists
+//! (what `rocpack-derive` reads build facts with). `rocpack verify` gathers the findings into its
+//! own (`rocpack_verify::Code` has every [`CmakeCode`]).
 //!
 //! ```no_run
 //! use std::path::Path;
-//! use rocpack_verify::cmake::{CmakeOptions, check_prefix};
+//! use rocpack_cmake::{CmakeOptions, check_prefix};
 //! let report = check_prefix(&CmakeOptions { prefix: Path::new("/opt/rocm"), root: None });
 //! for f in &report.findings {
 //!     println!("{} {}: {}", f.code, f.file.display(), f.message);
@@ -74,7 +77,7 @@ mod checks;
 mod cond;
 mod consolidate;
 mod eval;
-pub(crate) mod lexer;
+pub mod lexer;
 mod paths;
 pub mod project;
 mod regex;
@@ -83,11 +86,33 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::finding::{Code, Finding};
 use eval::{Evaluator, Loc, SourceFile};
 use paths::{Fs, absolute};
 
 pub use cond::{is_off, is_on};
+pub use rocpack_finding::Severity;
+
+rocpack_finding::codes! {
+    /// What the config check finds. The names are `verify`'s (docs/diagnostics.md, "verify"),
+    /// which gathers them: `rocpack_verify::Code` has a variant of the same name and severity
+    /// for each.
+    pub enum CmakeCode in "cmake" {
+        /// A config includes or references a file that does not exist.
+        CmakeMissingFile = ("cmake-missing-file", Error),
+        /// A config references a path outside the prefix (often a build-machine path).
+        CmakePathOutsidePrefix = ("cmake-path-outside-prefix", Error),
+        /// Part of a config could not be evaluated; what it references was not checked.
+        CmakeNotEvaluated = ("cmake-not-evaluated", Info),
+        /// A file could not be read or is not valid CMake.
+        UnreadableFile = ("unreadable-file", Error),
+    }
+}
+
+/// The name the modules of this crate know their codes by.
+use CmakeCode as Code;
+
+/// A finding of the config check.
+pub type Finding = rocpack_finding::Finding<CmakeCode>;
 pub use paths::resolve_in_root;
 
 /// What to check.

@@ -1,9 +1,9 @@
 //! A project's own `CMakeLists.txt`, evaluated as `cmake -S` would configure it, without a
-//! compiler and without running anything: the interpreter of [`crate::cmake`] in *project mode*.
+//! compiler and without running anything: the interpreter of [`crate`] in *project mode*.
 //!
 //! ```no_run
 //! use std::path::Path;
-//! use rocpack_verify::cmake::project::{ProjectOptions, evaluate_project};
+//! use rocpack_cmake::project::{ProjectOptions, evaluate_project};
 //! let run = evaluate_project(&ProjectOptions {
 //!     source_dir: Path::new("rocBLAS"),
 //!     cache: &[("GPU_TARGETS".into(), "gfx1030".into())],
@@ -49,7 +49,7 @@ use std::rc::Rc;
 use super::eval::{Evaluator, Loc, Lookup, SourceFile, Val};
 use super::paths::absolute;
 use super::{CmakeOptions, Session};
-use crate::finding::Finding;
+use crate::Finding;
 
 /// What to evaluate.
 #[derive(Debug, Clone, Copy)]

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::paths::Fs;
-use crate::finding::{Code, Finding, Severity};
+use crate::{Code, Finding, Severity};
 
 /// Applies both rules; other findings pass through unchanged.
 pub(crate) fn consolidate(findings: Vec<Finding>, fs: &Fs) -> Vec<Finding> {
