@@ -373,30 +373,7 @@ struct GuardedFile<'a> {
     short_read: AtomicU64,
 }
 
-/// Batches of header reads at least this long are split over two threads when the walk runs
-/// outside the thread pool (one large library: `list lib.so`): each `pread` is a page-cache
-/// lookup and a copy, and 1,420 of them were a third of listing librocsparse.
-const PARALLEL_READS: usize = 512;
-
 impl rocpack_offload::ReadAt for GuardedFile<'_> {
-    fn read_many(&self, reads: &mut [rocpack_offload::Prefetch]) {
-        let one = |reads: &mut [rocpack_offload::Prefetch]| {
-            for r in reads {
-                r.filled =
-                    rocpack_offload::fill_at(|o, b| self.read_at(o, b), r.offset, &mut r.buf);
-            }
-        };
-        if reads.len() < PARALLEL_READS || rayon::current_thread_index().is_some() {
-            // In the pool, the other threads have files of their own.
-            return one(reads);
-        }
-        let (a, b) = reads.split_at_mut(reads.len() / 2);
-        std::thread::scope(|s| {
-            s.spawn(|| one(b));
-            one(a);
-        });
-    }
-
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = std::os::unix::fs::FileExt::read_at(self.file, buf, offset)?;
         let wanted_end = offset.saturating_add(buf.len() as u64).min(self.len);
