@@ -11,11 +11,11 @@ use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, SeekFrom, Timestamps, Xattr
 /// Opens an unnamed temporary file in `dir` (`O_TMPFILE`): it has no name until [`link_into`]
 /// gives it one, so a process killed before that leaves nothing behind. `None` when the
 /// filesystem does not support it.
-pub fn unnamed_temp(dir: &Path) -> io::Result<Option<File>> {
+pub fn unnamed_temp(dir: &Path, mode: u32) -> io::Result<Option<File>> {
     match rfs::open(
         dir,
         OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(mode),
     ) {
         Ok(fd) => Ok(Some(File::from(fd))),
         Err(e)

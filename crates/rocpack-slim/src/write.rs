@@ -200,42 +200,15 @@ pub fn apply(
         _ => PathBuf::from("."),
     };
 
-    let pid = std::process::id();
-    let named = rocpack_scan::own::temp_name(dest, pid);
-    let (tmp, is_named) = match sys::unnamed_temp(&dir) {
-        Ok(Some(f)) => (f, false),
-        Ok(None) => {
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&named)
-                .map_err(|e| {
-                    err(format!(
-                        "cannot create a temporary file in {}: {e}",
-                        dir.display()
-                    ))
-                })?;
-            (f, true)
-        }
-        Err(e) => {
-            return Err(err(format!(
-                "cannot create a temporary file in {}: {e}",
-                dir.display()
-            )));
-        }
-    };
-    // Held until this process ends: a sweep by another run leaves it alone.
-    if let Err(e) = sys::hold(&tmp) {
-        if is_named {
-            let _ = std::fs::remove_file(&named);
-        }
-        return Err(err(format!("cannot lock the temporary file: {e}")));
-    }
+    let new = NewFile::create(dest, 0o600).map_err(|e| {
+        err(format!(
+            "cannot create a temporary file in {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let tmp = &new.file;
     let cleanup = |e: WriteError| {
-        if is_named {
-            let _ = std::fs::remove_file(&named);
-        }
+        new.discard();
         e
     };
 
@@ -261,7 +234,7 @@ pub fn apply(
     };
 
     let input = Input::file(old, src);
-    fill(input, src, &tmp, plan, opts.limits, progress)
+    fill(input, src, tmp, plan, opts.limits, progress)
         .map_err(|e| cleanup(err(format!("writing the new file failed: {e}"))))?;
     if !plan.changes() {
         let why = plan
@@ -275,7 +248,7 @@ pub fn apply(
     shrink_source_requested(src);
     unchanged().map_err(cleanup)?;
     if corrupt_requested() {
-        corrupt(&tmp, plan);
+        corrupt(tmp, plan);
     }
     let new_len = tmp
         .metadata()
@@ -288,8 +261,7 @@ pub fn apply(
             plan.new_len
         ))));
     }
-    let new = Input::file(&[], &tmp);
-    check(new, input, plan, opts.limits, progress).map_err(|m| {
+    check(Input::file(&[], tmp), input, plan, opts.limits, progress).map_err(|m| {
         cleanup(err(format!(
             "the new file failed verification, so the original was left as it is: {m}"
         )))
@@ -297,28 +269,26 @@ pub fn apply(
     fault("after-verify");
 
     notes.extend(
-        sys::keep_meta(&tmp, src, &meta, in_place)
+        sys::keep_meta(tmp, src, &meta, in_place)
             .map_err(|e| cleanup(err(format!("cannot keep the file's metadata: {e}"))))?,
     );
-    sys::fsync(&tmp).map_err(|e| cleanup(err(format!("fsync failed: {e}"))))?;
+    sys::fsync(tmp).map_err(|e| cleanup(err(format!("fsync failed: {e}"))))?;
     fault("after-fsync");
 
     unchanged().map_err(cleanup)?;
-    if !is_named {
-        sys::link_into(&tmp, &named).map_err(|e| {
-            err(format!(
-                "cannot name the temporary file {}: {e}",
-                named.display()
-            ))
-        })?;
-    }
+    let named = new.name().map_err(|e| {
+        err(format!(
+            "cannot name the temporary file {}: {e}",
+            new.named.display()
+        ))
+    })?;
     fault("after-link");
     let backup = if let (true, Some(b)) = (opts.backup, &left_backup) {
         Some(b.clone())
     } else if opts.backup && dest.exists() {
         let b = backup_path(dest);
         if let Err(e) = std::fs::hard_link(dest, &b) {
-            let _ = std::fs::remove_file(&named);
+            let _ = std::fs::remove_file(named);
             return Err(err(format!(
                 "cannot keep the original as {}: {e}",
                 b.display()
@@ -328,8 +298,8 @@ pub fn apply(
     } else {
         None
     };
-    if let Err(e) = std::fs::rename(&named, dest) {
-        let _ = std::fs::remove_file(&named);
+    if let Err(e) = std::fs::rename(named, dest) {
+        let _ = std::fs::remove_file(named);
         if let Some(b) = &backup {
             let _ = std::fs::remove_file(b);
         }
@@ -337,12 +307,7 @@ pub fn apply(
     }
     fault("after-rename");
     // The new file is in place from here on: a failure now is reported, not an error.
-    let synced = sys::open_dir(&dir).and_then(|d| {
-        if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "dir-fsync") {
-            return Err(io::Error::other("injected failure"));
-        }
-        sys::fsync(d)
-    });
+    let synced = sync_dir(&dir);
     if let Err(e) = synced {
         notes.push(format!(
             "the new file is in place, but fsync of {} failed ({e}): a crash before the \
@@ -350,7 +315,7 @@ pub fn apply(
             dir.display()
         ));
     }
-    let after = sys::meta(&tmp).map_err(|e| err(format!("cannot stat: {e}")))?;
+    let after = sys::meta(tmp).map_err(|e| err(format!("cannot stat: {e}")))?;
     Ok(Written {
         path: dest.to_path_buf(),
         before: Sizes {
@@ -364,6 +329,135 @@ pub fn apply(
         backup,
         notes,
     })
+}
+
+/// A new file being written beside its destination, out of sight until it is named and renamed
+/// over it: an unnamed temporary (`O_TMPFILE`) where the filesystem has them, else the name
+/// `rocpack_scan::own::temp_name` gives (which walks skip and sweeps recognise). It is locked
+/// while this process runs, so a sweep by another run leaves it alone. Every file rocpack
+/// writes goes through it: [`apply`] (a rewritten binary) and [`write_file`] (anything else).
+pub struct NewFile {
+    /// The file to write.
+    pub file: File,
+    /// The directory it is in (the destination's).
+    pub dir: PathBuf,
+    named: PathBuf,
+    /// Whether the file has its temporary name (from the start, or given by [`NewFile::name`]).
+    is_named: std::cell::Cell<bool>,
+}
+
+impl NewFile {
+    /// A new file in `dest`'s directory, created with `mode` (less the umask).
+    ///
+    /// # Errors
+    /// The directory does not take a new file, or the file cannot be locked.
+    pub fn create(dest: &Path, mode: u32) -> io::Result<NewFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = match dest.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let named = rocpack_scan::own::temp_name(dest, std::process::id());
+        let (file, is_named) = match sys::unnamed_temp(&dir, mode)? {
+            Some(f) => (f, false),
+            None => {
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(mode)
+                    .open(&named)?;
+                (f, true)
+            }
+        };
+        let new = NewFile {
+            file,
+            dir,
+            named,
+            is_named: std::cell::Cell::new(is_named),
+        };
+        // Held until this process ends: a sweep by another run leaves it alone.
+        if let Err(e) = sys::hold(&new.file) {
+            new.discard();
+            return Err(e);
+        }
+        Ok(new)
+    }
+
+    /// Removes the file (an unnamed one goes with its descriptor; a named one is unlinked).
+    pub fn discard(&self) {
+        if self.is_named.get() {
+            let _ = std::fs::remove_file(&self.named);
+        }
+    }
+
+    /// The file's temporary name, given to it now if it has none: what is renamed over the
+    /// destination.
+    ///
+    /// # Errors
+    /// The name cannot be made (linking through `/proc/self/fd`).
+    pub fn name(&self) -> io::Result<&Path> {
+        if !self.is_named.get() {
+            sys::link_into(&self.file, &self.named)?;
+            self.is_named.set(true);
+        }
+        Ok(&self.named)
+    }
+}
+
+/// `fsync` of a directory, after a rename in it (`ROCPACK_FAULT=dir-fsync` makes it fail).
+///
+/// # Errors
+/// The directory cannot be opened or synced.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    let d = sys::open_dir(dir)?;
+    if std::env::var("ROCPACK_FAULT").is_ok_and(|f| f == "dir-fsync") {
+        return Err(io::Error::other("injected failure"));
+    }
+    sys::fsync(d)
+}
+
+/// Writes `bytes` as `dest`, atomically: into a [`NewFile`], read back and compared, synced, then
+/// renamed over `dest`, whose permissions it keeps (a new file gets `0o666` less the umask). On
+/// any failure before the rename, `dest` is as it was. Returns a note when the file is in place
+/// but its directory could not be synced.
+///
+/// # Errors
+/// What failed before the rename.
+pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt;
+    let keep = std::fs::metadata(dest)
+        .ok()
+        .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o7777));
+    let new = NewFile::create(dest, 0o666)?;
+    let written = (|| -> io::Result<()> {
+        (&new.file).write_all(bytes)?;
+        if let Some(p) = keep {
+            new.file.set_permissions(p)?;
+        }
+        let mut back = vec![0u8; bytes.len()];
+        new.file.read_exact_at(&mut back, 0)?;
+        if back != bytes || new.file.metadata()?.len() != bytes.len() as u64 {
+            return Err(io::Error::other(
+                "the new file does not read back as written; the old one was left as it is",
+            ));
+        }
+        sys::fsync(&new.file)?;
+        std::fs::rename(new.name()?, dest)
+    })();
+    if let Err(e) = written {
+        new.discard();
+        return Err(e);
+    }
+    Ok(sync_dir(&new.dir).err().map(|e| {
+        format!(
+            "{} is in place, but fsync of {} failed ({e}): a crash before the system writes the \
+             directory may bring back the old file",
+            dest.display(),
+            new.dir.display()
+        )
+    }))
 }
 
 /// Whether `path` names the file with this device and inode.

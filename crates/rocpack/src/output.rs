@@ -1,7 +1,6 @@
 //! Everything the commands print goes through here: stdout for results, stderr for
 //! diagnostics, errors and progress.
 
-use std::fs;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
@@ -132,18 +131,13 @@ pub fn thousands(n: u64) -> String {
 
 pub use rocpack_bytes::table;
 
-/// Writes `bytes` to `dest` through a temporary file in the same directory, so a reader never
-/// sees a partial file.
-pub fn write_atomically(dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = dir.join(format!(".rocpack-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, dest)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+/// Writes `bytes` as `dest` atomically (`rocpack_slim::write::write_file`: a temporary file
+/// beside it, read back, synced, renamed over it, its permissions kept), so a reader never sees
+/// a partial file and a failure leaves the old one. A directory that could not be synced after
+/// the rename is a warning on stderr.
+pub fn write_atomically(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(note) = rocpack_slim::write::write_file(dest, bytes)? {
+        let _ = writeln!(io::stderr().lock(), "warning: {}", escape_text(&note));
     }
-    result
+    Ok(())
 }

@@ -43,8 +43,7 @@ pub fn man(args: &ManArgs) -> Result<Exit> {
     }
     for (file, text) in &pages {
         let dest = dir.join(file);
-        write_atomically(dir, &dest, text)
-            .with_context(|| format!("writing {}", dest.display()))?;
+        write_atomically(&dest, text).with_context(|| format!("writing {}", dest.display()))?;
         println!("{}", dest.display());
     }
     Ok(Exit::Ok)

@@ -109,7 +109,7 @@ impl Out<'_> {
                 n += 1;
             };
             let dest = self.args.output.join(&name);
-            output::write_atomically(&self.args.output, &dest, bytes)
+            output::write_atomically(&dest, bytes)
                 .with_context(|| format!("cannot write {}", dest.display()))?;
             self.written += 1;
             let w = Written {

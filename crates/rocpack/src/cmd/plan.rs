@@ -132,7 +132,7 @@ fn write_files(dir: &Path, files: &[(String, String)]) -> Result<()> {
         let dest = dir.join(name);
         let parent = dest.parent().unwrap_or(dir);
         fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        output::write_atomically(parent, &dest, text.as_bytes())
+        output::write_atomically(&dest, text.as_bytes())
             .with_context(|| format!("writing {}", dest.display()))?;
     }
     Ok(())

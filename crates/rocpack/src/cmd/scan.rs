@@ -79,14 +79,9 @@ pub fn run(global: &Global, args: &ScanArgs) -> Result<Exit> {
     Ok(problems)
 }
 
-/// Writes the report next to its destination and renames it into place, so a reader never
-/// sees half a file.
+/// Writes the report atomically, so a reader never sees half a file.
 fn write_report(path: &Path, html: &str) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    crate::output::write_atomically(dir, path, html.as_bytes())
+    crate::output::write_atomically(path, html.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }
 

@@ -1,0 +1,64 @@
+//! `write_file`, the atomic write every generated file goes through (reports, plans, manual
+//! pages, extracted code objects): on a real filesystem, the content, the permissions kept, and
+//! no temporary left beside it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt;
+
+use rocpack_slim::write::write_file;
+
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_new_file_is_written_and_nothing_else_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("report.html");
+    assert_eq!(write_file(&dest, b"<html>one</html>").unwrap(), None);
+    assert_eq!(std::fs::read(&dest).unwrap(), b"<html>one</html>");
+    assert_eq!(names(dir.path()), ["report.html"]);
+    // The mode a plain create gives (0o666 less the umask): never more than 0o666.
+    let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode & !0o666, 0, "{mode:o}");
+    assert_ne!(mode & 0o600, 0, "{mode:o}");
+}
+
+#[test]
+fn a_replaced_file_keeps_its_permissions_and_readers_of_the_old_one_keep_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("plan.cmake");
+    std::fs::write(&dest, b"old content").unwrap();
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let old = std::fs::File::open(&dest).unwrap();
+    write_file(&dest, b"new").unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+    let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640);
+    // Renamed over, not written in place: an open reader still sees the old file whole.
+    let mut buf = String::new();
+    std::io::Read::read_to_string(&mut &old, &mut buf).unwrap();
+    assert_eq!(buf, "old content");
+    assert_eq!(names(dir.path()), ["plan.cmake"]);
+}
+
+#[test]
+fn a_failed_write_leaves_the_destination_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    // The destination's directory is a file: nothing can be created there.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"x").unwrap();
+    assert!(write_file(&blocker.join("out.txt"), b"data").is_err());
+    // A destination that is a directory: the rename fails, the directory stays, no temporary.
+    let target = dir.path().join("taken");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("inside"), b"kept").unwrap();
+    assert!(write_file(&target, b"data").is_err());
+    assert_eq!(std::fs::read(target.join("inside")).unwrap(), b"kept");
+    assert_eq!(names(dir.path()), ["not-a-dir", "taken"]);
+}
