@@ -62,7 +62,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use rocpack_bytes::lossless_string;
@@ -515,21 +515,6 @@ impl rocpack_scan::walk::Visitor for Walk<'_> {
     }
 }
 
-/// `a/b/../c` → `a/c`; `..` above the top stays at the top (the install's root).
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::Normal(n) => out.push(n),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
-}
-
 /// Where a symbolic link found at `rel` in prefix `own` (at host path `path`) leads: a regular
 /// file or a directory, with its metadata. `None`: dangling or a loop.
 ///
@@ -568,7 +553,8 @@ fn resolve_in_install(
         } else {
             logical.parent().unwrap_or(Path::new("")).join(target)
         };
-        logical = normalize(&joined);
+        // `..` above the top stays at the top: the install's root.
+        logical = rocpack_scan::sysroot::lexical(&joined);
         let order = std::iter::once(at).chain((0..prefixes.len()).filter(|&i| i != at));
         let mut next = None;
         for i in order {
@@ -1186,6 +1172,7 @@ mod tests {
 
     #[test]
     fn normalize_stays_in_the_install() {
+        let normalize = rocpack_scan::sysroot::lexical;
         assert_eq!(normalize(Path::new("a/b/../c")), PathBuf::from("a/c"));
         assert_eq!(normalize(Path::new("/../../etc/x")), PathBuf::from("etc/x"));
     }

@@ -112,14 +112,21 @@ pub fn absolute(path: &Path) -> PathBuf {
             .unwrap_or_else(|_| PathBuf::from("/"))
             .join(path)
     };
-    let mut out = PathBuf::from("/");
-    for c in p.components() {
+    Path::new("/").join(lexical(&p))
+}
+
+/// `path`'s components normalized lexically, as a relative path: `.` and the root dropped, `..`
+/// removing the previous component and never going above the top (`/../../etc/x` → `etc/x`,
+/// `a/b/../c` → `a/c`). Nothing on disk is looked at.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
         match c {
             Component::Normal(n) => out.push(n),
             Component::ParentDir => {
                 out.pop();
             }
-            _ => {}
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
     out
