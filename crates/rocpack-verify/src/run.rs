@@ -86,6 +86,18 @@ impl Report {
                 && f.severity == Severity::Error
         })
     }
+
+    /// How `rocpack verify` ends: an error when a file could not be read, no match when a
+    /// finding is an error (what was verified is broken), else ok.
+    pub fn exit(&self) -> rocpack_finding::Exit {
+        if self.unreadable() {
+            rocpack_finding::Exit::Error
+        } else if self.count(Severity::Error) > 0 {
+            rocpack_finding::Exit::NoMatch
+        } else {
+            rocpack_finding::Exit::Ok
+        }
+    }
 }
 
 /// The paths to walk: as given, or the root; with a root, an absolute path outside it names a

@@ -54,13 +54,7 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Exit> {
         write_text(&mut out, &report)?;
     }
     out.flush()?;
-    Ok(if report.unreadable() {
-        Exit::Error
-    } else if report.count(Severity::Error) > 0 {
-        Exit::NoMatch
-    } else {
-        Exit::Ok
-    })
+    Ok(report.exit())
 }
 
 fn write_json(out: &mut impl Write, report: &Report) -> Result<()> {
