@@ -173,102 +173,6 @@ pub fn lossless_string(bytes: &[u8]) -> String {
     out
 }
 
-/// Makes a name safe to print in text output, so that a file or member name cannot end a line,
-/// move the cursor or colour the terminal (a fake row in a table, a hidden warning):
-/// - `\n`, `\r` and `\t` as those two characters;
-/// - any other C0 control character and DEL as `\xNN` (ESC is `\x1b`);
-/// - C1 controls (U+0080–U+009F) and the invisible characters that reorder or break text
-///   (U+061C, U+200B–U+200F, U+2028–U+202E, U+2060–U+2069, U+FEFF) as `\u{NNNN}`.
-///
-/// Everything else is kept, including backslashes, so that a name read through
-/// [`lossless_string`] (where a byte that is not UTF-8 is already `\xNN`) reads the same in
-/// text as in JSON. A backslash in an escaped name is therefore ambiguous (a file may really
-/// be called `a\n`); JSON output (`--json`) is exact.
-pub fn escape_text(s: &str) -> std::borrow::Cow<'_, str> {
-    // Printable ASCII, nearly every name: checked byte by byte, without decoding chars.
-    if s.bytes().all(|b| (b' '..b'\x7f').contains(&b)) || !s.chars().any(needs_escape) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c < ' ' || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if needs_escape(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{feff}'
-        )
-}
-
-/// A byte count in binary units for people: `512 B`, `41.3 MiB`, `1.6 GiB`.
-pub fn human_size(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    match UNITS.get(unit) {
-        Some(u) if unit > 0 => format!("{v:.1} {u}"),
-        _ => format!("{n} B"),
-    }
-}
-
-/// Left-aligned text table with two spaces between columns; the last column is not padded and
-/// trailing spaces are trimmed.
-///
-/// # Errors
-/// Writing to `out` failed.
-pub fn table(
-    out: &mut impl std::io::Write,
-    header: &[&str],
-    rows: &[Vec<String>],
-) -> std::io::Result<()> {
-    // Cells hold names from files: escaped, so that one cannot add a row or colour the rest.
-    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
-        .iter()
-        .map(|r| r.iter().map(|c| escape_text(c)).collect())
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| -> std::io::Result<()> {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.zip(&widths).enumerate() {
-            if i + 1 == widths.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  "));
-            }
-        }
-        writeln!(out, "{}", s.trim_end())
-    };
-    line(&mut header.iter().copied())?;
-    for r in &rows {
-        line(&mut r.iter().map(|c| c.as_ref()))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,36 +197,6 @@ mod tests {
         assert_eq!(align_up(4096, 4096), Some(4096));
         assert_eq!(align_up(u64::MAX, 8), None);
         assert_eq!(align_up(7, 0), Some(7));
-    }
-
-    #[test]
-    fn escape_text_neutralises_control_characters() {
-        assert_eq!(escape_text("libx.so"), "libx.so");
-        assert!(matches!(
-            escape_text("gfx90a:xnack+"),
-            std::borrow::Cow::Borrowed(_)
-        ));
-        assert_eq!(
-            escape_text("a\nb\x1b[31mred\t\r\x7f\u{85}\u{202e}é"),
-            "a\\nb\\x1b[31mred\\t\\r\\x7f\\u{0085}\\u{202e}é"
-        );
-        // Backslashes are kept: a lossless string reads the same as in JSON.
-        assert_eq!(escape_text(&lossless_string(b"a\xff\n")), "a\\xff\\n");
-    }
-
-    #[test]
-    fn table_cells_cannot_add_rows() {
-        let mut out = Vec::new();
-        table(
-            &mut out,
-            &["FILE", "N"],
-            &[vec!["a\nFAKE  ROW".into(), "1".into()]],
-        )
-        .unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "FILE          N\na\\nFAKE  ROW  1\n"
-        );
     }
 
     #[test]

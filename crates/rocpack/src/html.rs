@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::output::human_size;
 use rocpack_amdgpu::compat::Verdict;
-use rocpack_bytes::human_size;
 
 use rocpack_check::label::distinguishing_suffixes;
 use rocpack_check::matrix::{Matrix, letter};

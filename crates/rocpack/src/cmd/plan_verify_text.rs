@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use rocpack_bytes::human_size;
+use crate::output::{escape_text, human_size, table};
 use rocpack_plan::kb::Layout;
 use rocpack_plan::verify::{ComponentReport, ComponentState, Report};
 
@@ -49,7 +49,7 @@ pub fn render_text(report: &Report, out: &mut impl Write) -> io::Result<()> {
             report.targets.join(" ")
         },
         if report.prefixes.len() == 1 {
-            rocpack_bytes::escape_text(&report.prefixes.join("")).into_owned()
+            escape_text(&report.prefixes.join("")).into_owned()
         } else {
             plural(report.prefixes.len(), "prefix", "prefixes")
         },
@@ -118,7 +118,7 @@ fn write_table(report: &Report, out: &mut impl Write) -> io::Result<()> {
         }
         rows.push(vec![c.name.clone(), files, planned, unplanned]);
     }
-    rocpack_bytes::table(
+    table(
         out,
         &["COMPONENT", "FILES", "PLANNED DEVICE CODE", "UNPLANNED"],
         &rows,
@@ -190,7 +190,7 @@ fn write_details(report: &Report, out: &mut impl Write) -> io::Result<()> {
             if found.is_empty() {
                 "-".into()
             } else {
-                rocpack_bytes::escape_text(&found)
+                escape_text(&found)
             }
         )?;
         if !c.missing.is_empty() {
@@ -200,7 +200,7 @@ fn write_details(report: &Report, out: &mut impl Write) -> io::Result<()> {
             writeln!(
                 out,
                 "  unplanned   {} (total {})",
-                rocpack_bytes::escape_text(&sized_list(
+                escape_text(&sized_list(
                     c.unplanned.iter().map(|u| (u.processor.as_str(), u.bytes))
                 )),
                 human_size(c.unplanned_bytes)
@@ -247,7 +247,7 @@ fn write_problems(report: &Report, out: &mut impl Write) -> io::Result<()> {
             let at = at.trim_end_matches(',');
             // Paths, member names and messages come from the install: one escaped line.
             let line = format!("{sev}[{}]: {}:{at} {}", p.code, p.path, p.message);
-            writeln!(out, "{}", rocpack_bytes::escape_text(&line))?;
+            writeln!(out, "{}", escape_text(&line))?;
         }
     }
 
