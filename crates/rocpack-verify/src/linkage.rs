@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use rocpack_linkage::elf::{DynObject, Name};
 use rocpack_linkage::index::{Provider, SymbolIndex};
@@ -20,6 +21,35 @@ use rocpack_linkage::search::{Closure, Environment, FileId, Outcome};
 use rocpack_linkage::{search, symbols};
 
 use crate::{Code, Finding, Severity};
+
+/// A directory the search tried, in `searched` of `unresolved-library` (docs/json.md).
+#[derive(Serialize)]
+struct SearchedDir<'a> {
+    dir: String,
+    source: &'a str,
+}
+
+/// A candidate file the loader would skip or stop at, with why (`skipped`, `stopped_at`).
+#[derive(Serialize)]
+struct Candidate<'a> {
+    path: String,
+    reason: &'a str,
+}
+
+/// One symbol of `symbols` in `undefined-symbol`.
+#[derive(Serialize)]
+struct UndefinedSymbol {
+    defined_in: Vec<String>,
+    demangled: Option<String>,
+    name: String,
+    version: Option<String>,
+}
+
+/// A detail record as JSON: through `serde_json::Value`, whose maps order keys as they have
+/// always appeared.
+fn record(r: impl Serialize) -> Value {
+    serde_json::to_value(r).unwrap_or(Value::Null)
+}
 
 /// What to verify.
 #[derive(Debug, Default)]
@@ -296,19 +326,34 @@ fn unresolved_finding(
             "searched",
             searched
                 .iter()
-                .map(|s| json!({"source": s.source, "dir": path_str(&s.dir)}))
+                .map(|s| {
+                    record(SearchedDir {
+                        dir: path_str(&s.dir),
+                        source: &s.source,
+                    })
+                })
                 .collect::<Vec<Value>>(),
         )
         .detail(
             "skipped",
             skipped
                 .iter()
-                .map(|(p, why)| json!({"path": path_str(p), "reason": why}))
+                .map(|(p, why)| {
+                    record(Candidate {
+                        path: path_str(p),
+                        reason: why,
+                    })
+                })
                 .collect::<Vec<Value>>(),
         )
         .detail(
             "stopped_at",
-            stopped_at.map(|(p, why)| json!({"path": path_str(p), "reason": why})),
+            stopped_at.map(|(p, why)| {
+                record(Candidate {
+                    path: path_str(p),
+                    reason: why,
+                })
+            }),
         )
         .detail(
             "found_elsewhere",
@@ -451,11 +496,15 @@ fn undefined_findings(
                     "symbols",
                     syms.iter()
                         .map(|u| {
-                            json!({
-                                "name": lossy(&u.name),
-                                "version": u.version.as_deref().map(lossy),
-                                "demangled": demangle(&u.name),
-                                "defined_in": index.providers(&u.name).iter().map(Provider::describe).collect::<Vec<_>>(),
+                            record(UndefinedSymbol {
+                                defined_in: index
+                                    .providers(&u.name)
+                                    .iter()
+                                    .map(Provider::describe)
+                                    .collect(),
+                                demangled: demangle(&u.name),
+                                name: lossy(&u.name),
+                                version: u.version.as_deref().map(lossy),
                             })
                         })
                         .collect::<Vec<Value>>(),
