@@ -2,17 +2,17 @@
 //! headers, the dynamic section, RELA/RELR relocations and symbols.
 //!
 //! The layouts are `object`'s (`object::elf`'s `FileHeader64`, `ProgramHeader64`,
-//! `SectionHeader64`, `Dyn64`, `Rela64`, `Relr64`, `Sym64`, and its hash tables), read from
-//! slices this module has bounded first: every table is checked against the file before it is
+//! `SectionHeader64`, `Dyn64`, `Rela64`, `Relr64`, `Sym64`), read from slices this module has
+//! bounded first: every table is checked against the file before it is
 //! read, with an error that names the header field and offset, and only the headers asked for
-//! are read, which keeps a 1.6 GB library's walk at a few hundred kilobytes. RELR is decoded
-//! here with checked arithmetic (`object`'s `RelrIterator` adds without a check, and a hostile
-//! table near `u64::MAX` must not overflow).
+//! are read, which keeps a 1.6 GB library's walk at a few hundred kilobytes. RELR and the
+//! DT_GNU_HASH chain walk are decoded here with checked arithmetic (`object`'s `RelrIterator`
+//! and `GnuHashTable::symbol_table_length` add without a check, and a hostile table must not
+//! overflow).
 
 use std::collections::{HashMap, HashSet};
 
 use object::elf::{Dyn64, FileHeader64, ProgramHeader64, Rela64, Relr64, SectionHeader64, Sym64};
-use object::read::elf::{GnuHashTable, HashTable};
 use object::{LittleEndian as LE, pod};
 use rocpack_bytes::Bytes;
 
@@ -188,12 +188,10 @@ impl<'a> Elf<'a> {
             }
             if shnum == 0 {
                 // Extended numbering: the real count is in section 0's sh_size.
+                // Only `sh_size` is read: section 0 may be cut short after it.
                 shnum = b
-                    .read_at(shoff, 64)
-                    .ok()
-                    .and_then(read::<SectionHeader64<LE>>)
-                    .map(|s0| s0.sh_size.get(LE))
-                    .ok_or_else(|| err(40, "e_shoff points outside the file"))?;
+                    .u64(shoff.saturating_add(32))
+                    .map_err(|_| err(40, "e_shoff points outside the file"))?;
             }
             check_table(b, shoff, shentsize, shnum, 40, "section header table")?;
             let mut raw = Vec::new();
@@ -347,24 +345,45 @@ impl<'a> Elf<'a> {
         let strings = self
             .data
             .read_at_most(strtab, self.dynamic_value(DT_STRSZ)?);
-        // The hash tables read through `object`, over the rest of the file (no copy, nothing
-        // allocated for what they claim).
-        let rest = |off: u64| {
-            self.data
-                .read_at_most(off, self.data.len().saturating_sub(off))
-        };
+        // Ours, not `object`'s HashTable/GnuHashTable: those need the whole table inside the
+        // file, give no count for a table whose buckets are all empty, and add to a u32 without
+        // a check while walking a chain a hostile file never ends.
         let count = if let Some(hash) = at(DT_HASH) {
-            HashTable::<FileHeader64<LE>>::parse(LE, rest(hash))
-                .ok()?
-                .symbol_table_length()
+            u64::from(self.data.u32(hash.checked_add(4)?).ok()?)
         } else {
-            GnuHashTable::<FileHeader64<LE>>::parse(LE, rest(at(DT_GNU_HASH)?))
-                .ok()?
-                .symbol_table_length(LE)?
+            self.gnu_hash_count(at(DT_GNU_HASH)?)?
         };
-        let count = u64::from(count);
         let table = self.data.read_at_most(symtab, count.checked_mul(24)?);
         Some((table, strings))
+    }
+
+    /// Symbols counted by a DT_GNU_HASH table at `off`: one past the last index a chain ends at.
+    fn gnu_hash_count(&self, off: u64) -> Option<u64> {
+        let b = self.data;
+        let nbuckets = u64::from(b.u32(off).ok()?);
+        let symoffset = u64::from(b.u32(off.checked_add(4)?).ok()?);
+        let bloom = u64::from(b.u32(off.checked_add(8)?).ok()?);
+        let buckets = off.checked_add(16)?.checked_add(bloom.checked_mul(8)?)?;
+        let chains = buckets.checked_add(nbuckets.checked_mul(4)?)?;
+        // Every bucket is read from the file: a count the file merely claims allocates nothing.
+        let mut last = None;
+        for i in 0..nbuckets {
+            let v = u64::from(b.u32(buckets.checked_add(i * 4)?).ok()?);
+            last = last.max((v >= symoffset).then_some(v));
+        }
+        let Some(mut index) = last else {
+            return Some(symoffset);
+        };
+        // Walk the last chain to its end (its entry with the low bit set).
+        loop {
+            let entry = b
+                .u32(chains.checked_add(index.checked_sub(symoffset)?.checked_mul(4)?)?)
+                .ok()?;
+            index += 1;
+            if entry & 1 == 1 {
+                return Some(index);
+            }
+        }
     }
 
     /// Symbol `index` of the dynamic symbol table (DT_SYMTAB).
@@ -522,6 +541,41 @@ mod tests {
         t.extend((u64::MAX - 7).to_le_bytes());
         t.extend(u64::MAX.to_le_bytes());
         assert_eq!(parse_relr(&t), vec![u64::MAX - 7]);
+    }
+
+    /// An `Elf` over `data` alone, for the table readers that take offsets.
+    fn bare(data: &[u8]) -> Elf<'_> {
+        Elf {
+            data: Bytes::new(data),
+            e_type: ET_DYN,
+            e_machine: 62,
+            sections: Vec::new(),
+            segments: Vec::new(),
+            dynamic: Vec::new(),
+            truncated_segments: Vec::new(),
+        }
+    }
+
+    fn words(w: &[u32]) -> Vec<u8> {
+        w.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn gnu_hash_counts_to_the_end_of_the_last_chain_and_survives_hostile_tables() {
+        // nbuckets 2, symoffset 1, no bloom words, shift 0; buckets 1 and 3; chain values for
+        // symbols 1, 2, 3: symbol 2 ends bucket 0's chain, symbol 3 ends bucket 1's.
+        let t = words(&[2, 1, 0, 0, 1, 3, 2, 5, 7]);
+        assert_eq!(bare(&t).gnu_hash_count(0), Some(4));
+        // Every bucket empty (a program that only imports): the symbols below symoffset.
+        let t = words(&[2, 5, 0, 0, 0, 0]);
+        assert_eq!(bare(&t).gnu_hash_count(0), Some(5));
+        // A bucket near u32::MAX and a chain that never ends: no count, no overflow.
+        let t = words(&[1, 0xffff_fff0, 0, 0, 0xffff_ffff, 2, 2, 2]);
+        assert_eq!(bare(&t).gnu_hash_count(0), None);
+        let t = words(&[1, 0, 0, 0, u32::MAX, 2, 2]);
+        assert_eq!(bare(&t).gnu_hash_count(0), None);
+        // A table cut short.
+        assert_eq!(bare(&words(&[3, 1])).gnu_hash_count(0), None);
     }
 
     #[test]
