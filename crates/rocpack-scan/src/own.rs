@@ -4,12 +4,24 @@
 
 use std::path::{Path, PathBuf};
 
-/// The temporary name a rewrite of `dest` by process `pid` uses.
+/// Longest part of the destination's name kept in a temporary name: with `.`, `.rocpack-PID.tmp`
+/// it stays under the 255 bytes a file name may have.
+const MAX_NAME_PART: usize = 200;
+
+/// The temporary name a rewrite of `dest` by process `pid` uses. A very long name is cut (at a
+/// character boundary), so that the temporary can be created where the destination can.
 pub fn temp_name(dest: &Path, pid: u32) -> PathBuf {
-    let name = dest
+    let mut name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if name.len() > MAX_NAME_PART {
+        let mut cut = MAX_NAME_PART;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
     dest.with_file_name(format!(".{name}.rocpack-{pid}.tmp"))
 }
 
@@ -36,6 +48,16 @@ pub fn is_temp(path: &Path) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_name_is_cut_and_still_recognised() {
+        let long = "é".repeat(120); // 240 bytes
+        let t = temp_name(&Path::new("/x").join(&long), 7);
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert!(name.len() <= 255, "{}", name.len());
+        assert!(is_temp(&t));
+        assert_eq!(temp_pid(name), Some(7));
+    }
 
     #[test]
     fn names_round_trip_and_nothing_else_matches() {

@@ -352,21 +352,51 @@ impl NewFile {
     /// # Errors
     /// The directory does not take a new file, or the file cannot be locked.
     pub fn create(dest: &Path, mode: u32) -> io::Result<NewFile> {
+        NewFile::open(dest, mode, true)
+    }
+
+    /// A new file with its temporary name from the start (no `O_TMPFILE`, so nothing needs
+    /// `/proc` to name it): for small files, where a killed run leaving a temporary matters
+    /// less than writing from a chroot or sandbox.
+    ///
+    /// # Errors
+    /// As [`NewFile::create`].
+    pub fn named(dest: &Path, mode: u32) -> io::Result<NewFile> {
+        NewFile::open(dest, mode, false)
+    }
+
+    fn open(dest: &Path, mode: u32, unnamed: bool) -> io::Result<NewFile> {
         use std::os::unix::fs::OpenOptionsExt;
         let dir = match dest.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
         let named = rocpack_scan::own::temp_name(dest, std::process::id());
-        let (file, is_named) = match sys::unnamed_temp(&dir, mode)? {
+        let temp = if unnamed {
+            sys::unnamed_temp(&dir, mode)?
+        } else {
+            None
+        };
+        let (file, is_named) = match temp {
             Some(f) => (f, false),
             None => {
-                let f = std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create_new(true)
-                    .mode(mode)
-                    .open(&named)?;
+                let create = || {
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create_new(true)
+                        .mode(mode)
+                        .open(&named)
+                };
+                let f = match create() {
+                    // Left by a killed run whose process ID this one now has: nobody holds
+                    // it, so it is stale.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && !sys::held(&named) => {
+                        std::fs::remove_file(&named)?;
+                        create()?
+                    }
+                    other => other?,
+                };
                 (f, true)
             }
         };
@@ -417,8 +447,9 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     sys::fsync(d)
 }
 
-/// Writes `bytes` as `dest`, atomically: into a [`NewFile`], read back and compared, synced, then
-/// renamed over `dest`, whose permissions it keeps (a new file gets `0o666` less the umask). On
+/// Writes `bytes` as `dest`, atomically: into a [`NewFile::named`], read back and compared,
+/// synced, then renamed over `dest`, whose permission bits it keeps (not setuid, setgid or
+/// sticky; a new file gets `0o666` less the umask). On
 /// any failure before the rename, `dest` is as it was. Returns a note when the file is in place
 /// but its directory could not be synced.
 ///
@@ -429,8 +460,10 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
     use std::os::unix::fs::PermissionsExt;
     let keep = std::fs::metadata(dest)
         .ok()
-        .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o7777));
-    let new = NewFile::create(dest, 0o666)?;
+        // The permission bits only: setuid, setgid and sticky are never copied onto a file
+        // this process creates.
+        .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o777));
+    let new = NewFile::named(dest, 0o666)?;
     let written = (|| -> io::Result<()> {
         (&new.file).write_all(bytes)?;
         if let Some(p) = keep {

@@ -62,3 +62,31 @@ fn a_failed_write_leaves_the_destination_as_it_was() {
     assert_eq!(std::fs::read(target.join("inside")).unwrap(), b"kept");
     assert_eq!(names(dir.path()), ["not-a-dir", "taken"]);
 }
+
+#[test]
+fn setuid_setgid_and_sticky_bits_are_not_copied_onto_the_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("planted");
+    std::fs::write(&dest, b"old").unwrap();
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o7755)).unwrap();
+    write_file(&dest, b"new").unwrap();
+    let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o755);
+}
+
+#[test]
+fn a_stale_temporary_with_this_process_id_is_replaced_and_a_long_name_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("page.1");
+    // What a killed run with the same process ID would have left: nobody holds it.
+    let stale = rocpack_scan::own::temp_name(&dest, std::process::id());
+    std::fs::write(&stale, b"stale").unwrap();
+    write_file(&dest, b"page").unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), b"page");
+    assert_eq!(names(dir.path()), ["page.1"]);
+    // A name of 250 bytes: its temporary's name is cut to fit.
+    let long = dir.path().join("x".repeat(250));
+    write_file(&long, b"long").unwrap();
+    assert_eq!(std::fs::read(&long).unwrap(), b"long");
+    assert_eq!(names(dir.path()).len(), 2);
+}
