@@ -450,6 +450,8 @@ type WalkState = (PathBuf, Vec<GlobState>);
 
 impl rocpack_scan::walk::Visitor for Walk<'_> {
     type State = WalkState;
+    /// Linked directories are followed: each directory is walked once.
+    const ONCE_PER_DIRECTORY: bool = true;
 
     /// Only names some glob can still match are looked at.
     fn name(&mut self, (rel, states): &WalkState, name: &OsStr) -> Option<WalkState> {

@@ -58,6 +58,12 @@ pub trait Visitor {
     /// Carried from a directory to its entries.
     type State;
 
+    /// Walk each directory once, by device and inode: a visitor that follows links needs it
+    /// (a directory reached again through a link is not walked again, a link loop ends). A
+    /// walk that follows none leaves it off, so a bind mount or a filesystem whose inode
+    /// numbers repeat (overlayfs without `xino`, some FUSE and CIFS mounts) is still walked.
+    const ONCE_PER_DIRECTORY: bool = false;
+
     /// A name in a directory being walked, before anything else is looked up about it: `None`
     /// passes it by (its type is not even read), `Some` gives the entry's state.
     fn name(&mut self, parent: &Self::State, name: &OsStr) -> Option<Self::State>;
@@ -80,8 +86,8 @@ pub trait Visitor {
 }
 
 /// Walks the directory `dir` with `state`: entries sorted by name per directory, at most
-/// [`MAX_DEPTH`] deep, each directory once (by device and inode: a directory reached again
-/// through a link is not walked again, and a link loop ends).
+/// [`MAX_DEPTH`] deep, each directory once when the visitor asks
+/// ([`Visitor::ONCE_PER_DIRECTORY`]).
 pub fn walk_tree<V: Visitor>(dir: &Path, state: &V::State, visitor: &mut V) {
     let mut entered = HashSet::new();
     walk_dir(dir, state, visitor, &mut entered, 0);
@@ -98,9 +104,11 @@ fn walk_dir<V: Visitor>(
         v.error(dir.to_path_buf(), WalkError::TooDeep);
         return;
     }
-    if let Ok(m) = std::fs::metadata(dir) {
-        if !entered.insert((m.dev(), m.ino())) {
-            return;
+    if V::ONCE_PER_DIRECTORY {
+        if let Ok(m) = std::fs::metadata(dir) {
+            if !entered.insert((m.dev(), m.ino())) {
+                return;
+            }
         }
     }
     let listing = match std::fs::read_dir(dir) {
@@ -253,6 +261,7 @@ mod tests {
 
     impl Visitor for Pick {
         type State = String;
+        const ONCE_PER_DIRECTORY: bool = true;
         fn name(&mut self, parent: &String, name: &OsStr) -> Option<String> {
             let name = name.to_string_lossy().into_owned();
             self.names_asked.push(name.clone());
