@@ -112,16 +112,15 @@ pub fn header_kind(data: &[u8]) -> Option<(bool, u16, u16)> {
         FileKind::Elf64 => true,
         _ => return None,
     };
-    let little = *data.get(5)? == elf::ELFDATA2LSB;
-    let read16 = |off: usize| -> Option<u16> {
-        let b: [u8; 2] = data.get(off..off + 2)?.try_into().ok()?;
-        Some(if little {
-            u16::from_le_bytes(b)
-        } else {
-            u16::from_be_bytes(b)
-        })
+    let endian = if *data.get(5)? == elf::ELFDATA2LSB {
+        Endianness::Little
+    } else {
+        Endianness::Big
     };
-    Some((is_64, read16(16)?, read16(18)?))
+    // e_type and e_machine sit at the same offsets in both classes; the 32-bit layout is the
+    // shorter one to read them through.
+    let (h, _) = object::pod::from_bytes::<elf::FileHeader32<Endianness>>(data).ok()?;
+    Some((is_64, h.e_type.get(endian), h.e_machine.get(endian)))
 }
 
 impl DynObject {

@@ -11,6 +11,8 @@
 use std::borrow::Cow;
 
 use memchr::memmem;
+use object::elf::{FileHeader64, ProgramHeader64, SectionHeader64};
+use object::{LittleEndian as LE, pod};
 use rocpack_amdgpu::code_object::EM_AMDGPU;
 use rocpack_bytes::Bytes;
 
@@ -186,24 +188,30 @@ pub fn code_object_extent<'d>(
     if h.len() < 64 {
         return Err(format!("{} bytes left, fewer than an ELF header", h.len()));
     }
-    let r16 = |o| h.u16(o).unwrap_or(0);
-    let r64 = |o| h.u64(o).unwrap_or(0);
-    let e_type = r16(16);
+    let Ok((fh, _)) = pod::from_bytes::<FileHeader64<LE>>(&head) else {
+        return Err(format!("{} bytes left, fewer than an ELF header", h.len()));
+    };
+    let e_type = fh.e_type.get(LE);
     if !(1..=3).contains(&e_type) {
         return Err(format!("e_type {e_type} is not REL, EXEC or DYN"));
     }
-    if h.u32(20).unwrap_or(0) != 1 {
+    if fh.e_version.get(LE) != 1 {
         return Err("e_version is not 1".into());
     }
-    if r16(52) != 64 {
-        return Err(format!("e_ehsize {} is not 64", r16(52)));
+    let e_ehsize = fh.e_ehsize.get(LE);
+    if e_ehsize != 64 {
+        return Err(format!("e_ehsize {e_ehsize} is not 64"));
     }
-    let (phoff, phentsize, phnum) = (r64(32), u64::from(r16(54)), u64::from(r16(56)));
+    let (phoff, phentsize, phnum) = (
+        fh.e_phoff.get(LE),
+        u64::from(fh.e_phentsize.get(LE)),
+        u64::from(fh.e_phnum.get(LE)),
+    );
     let (shoff, shentsize, shnum, shstrndx) = (
-        r64(40),
-        u64::from(r16(58)),
-        u64::from(r16(60)),
-        u64::from(r16(62)),
+        fh.e_shoff.get(LE),
+        u64::from(fh.e_shentsize.get(LE)),
+        u64::from(fh.e_shnum.get(LE)),
+        u64::from(fh.e_shstrndx.get(LE)),
     );
     if phnum == 0 && shnum == 0 {
         return Err("neither program nor section headers".into());
@@ -255,33 +263,29 @@ pub fn code_object_extent<'d>(
     };
     if phnum > 0 {
         let table = read(phoff, phnum * 56);
-        let t = Bytes::new(&table);
-        for i in 0..phnum {
-            let p = t
-                .sub(i * 56, 56)
-                .map_err(|_| "program headers unreadable")?;
+        let (headers, _) = pod::slice_from_bytes::<ProgramHeader64<LE>>(&table, phnum as usize)
+            .map_err(|()| "program headers unreadable")?;
+        for (i, p) in headers.iter().enumerate() {
             grow(
                 &mut extent,
-                p.u64(8).unwrap_or(0),
-                p.u64(32).unwrap_or(0),
+                p.p_offset.get(LE),
+                p.p_filesz.get(LE),
                 format!("segment {i}"),
             )?;
         }
     }
     if shnum > 0 {
         let table = read(shoff, shnum * 64);
-        let t = Bytes::new(&table);
-        for i in 0..shnum {
-            let s = t
-                .sub(i * 64, 64)
-                .map_err(|_| "section headers unreadable")?;
-            if s.u32(4).unwrap_or(0) == crate::elf::SHT_NOBITS {
+        let (headers, _) = pod::slice_from_bytes::<SectionHeader64<LE>>(&table, shnum as usize)
+            .map_err(|()| "section headers unreadable")?;
+        for (i, s) in headers.iter().enumerate() {
+            if s.sh_type.get(LE) == crate::elf::SHT_NOBITS {
                 continue;
             }
             grow(
                 &mut extent,
-                s.u64(24).unwrap_or(0),
-                s.u64(32).unwrap_or(0),
+                s.sh_offset.get(LE),
+                s.sh_size.get(LE),
                 format!("section {i}"),
             )?;
         }

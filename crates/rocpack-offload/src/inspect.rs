@@ -2247,18 +2247,22 @@ impl<'e, 'a> ElfSymbols<'e, 'a> {
     }
 
     fn read(&self) -> Vec<(u16, u64, u64, u32)> {
-        let data = Bytes::new(self.table);
+        use object::LittleEndian as LE;
+        let (symbols, _) = object::pod::slice_from_bytes::<object::elf::Sym64<LE>>(
+            self.table,
+            self.table.len() / 24,
+        )
+        .unwrap_or((&[], &[]));
         let mut out = Vec::new();
-        for i in 0..data.len() / 24 {
-            let Ok(s) = data.sub(i * 24, 24) else { break };
-            let info = s.u8(4).unwrap_or(0) & 0xf;
-            let size = s.u64(16).unwrap_or(0);
-            let shndx = s.u16(6).unwrap_or(0);
+        for s in symbols {
+            let info = s.st_info & 0xf;
+            let size = s.st_size.get(LE);
+            let shndx = s.st_shndx.get(LE);
             if size == 0 || shndx == 0 || info == STT_SECTION || info == STT_FILE {
                 continue;
             }
             let key = if self.by_address { 0 } else { shndx };
-            out.push((key, s.u64(8).unwrap_or(0), size, s.u32(0).unwrap_or(0)));
+            out.push((key, s.st_value.get(LE), size, s.st_name.get(LE)));
         }
         out.sort_unstable();
         out
