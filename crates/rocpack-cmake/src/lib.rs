@@ -303,45 +303,82 @@ fn entry_rank(name: &str) -> Option<u8> {
 /// Directory entries visited at most while looking for configs.
 const MAX_WALK: usize = 5_000_000;
 
-/// Finds entry files under a host directory. Directory links are not followed (the tree they
-/// point into is walked where it is); file links are, inside the sysroot.
+/// Finds entry files under a host directory, on the one walk (`rocpack_scan::walk`).
+/// Directory links are not followed (the tree they point into is walked where it is); file
+/// links are, inside the sysroot. Unreadable directories are passed over.
 fn discover(fs: &Fs, dir: &Path, is_system_root: bool) -> Vec<(u8, PathBuf)> {
-    let mut out = Vec::new();
-    let mut stack = vec![(dir.to_path_buf(), 0u32)];
-    let mut visited = 0usize;
-    while let Some((d, depth)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.filter_map(Result::ok) {
-            visited += 1;
-            if visited > MAX_WALK {
-                return out;
-            }
-            let Ok(t) = e.file_type() else { continue };
-            let path = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if t.is_dir() {
-                let pseudo = is_system_root
-                    && depth == 0
-                    && matches!(name.as_str(), "proc" | "sys" | "dev" | "run");
-                // CMake's own modules (`share/cmake-3.31/Modules/FindPkgConfig.cmake`) are not
-                // package configs.
-                let cmake_modules = name == "Modules"
-                    && d.file_name()
-                        .is_some_and(|p| p.to_string_lossy().starts_with("cmake"));
-                if depth < 64 && !pseudo && !cmake_modules {
-                    stack.push((path, depth + 1));
-                }
-            } else if let Some(rank) = entry_rank(&name) {
-                let link_to_file =
-                    t.is_symlink() && fs.target_of(&path).is_some_and(|p| fs.is_file(&p));
-                if t.is_file() || link_to_file {
-                    out.push((rank, path));
-                }
+    use rocpack_scan::walk::{Kind, Visitor, WalkError, walk_tree};
+
+    /// Where an entry is: its depth below `dir`, its name, and whether its parent is named
+    /// like CMake's own directory (`cmake-3.31`).
+    struct At {
+        depth: u32,
+        name: String,
+        parent_is_cmake: bool,
+    }
+
+    struct Find<'a> {
+        fs: &'a Fs,
+        is_system_root: bool,
+        visited: usize,
+        out: Vec<(u8, PathBuf)>,
+    }
+
+    impl Visitor for Find<'_> {
+        type State = At;
+
+        fn name(&mut self, parent: &At, name: &std::ffi::OsStr) -> Option<At> {
+            self.visited += 1;
+            (self.visited <= MAX_WALK).then(|| At {
+                depth: parent.depth + 1,
+                name: name.to_string_lossy().into_owned(),
+                parent_is_cmake: parent.name.starts_with("cmake"),
+            })
+        }
+
+        fn enter(&mut self, at: &At) -> bool {
+            let pseudo = self.is_system_root
+                && at.depth == 1
+                && matches!(at.name.as_str(), "proc" | "sys" | "dev" | "run");
+            // CMake's own modules (`share/cmake-3.31/Modules/FindPkgConfig.cmake`) are not
+            // package configs.
+            let cmake_modules = at.name == "Modules" && at.parent_is_cmake;
+            !pseudo && !cmake_modules
+        }
+
+        fn found(&mut self, at: At, path: PathBuf, kind: Kind) {
+            let Some(rank) = entry_rank(&at.name) else {
+                return;
+            };
+            let link_to_file = kind == Kind::Symlink
+                && self
+                    .fs
+                    .target_of(&path)
+                    .is_some_and(|p| self.fs.is_file(&p));
+            if kind == Kind::File || link_to_file {
+                self.out.push((rank, path));
             }
         }
+
+        fn error(&mut self, _: PathBuf, _: WalkError) {}
     }
+
+    let mut find = Find {
+        fs,
+        is_system_root,
+        visited: 0,
+        out: Vec::new(),
+    };
+    let top = At {
+        depth: 0,
+        name: dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        parent_is_cmake: false,
+    };
+    walk_tree(dir, &top, &mut find);
+    let mut out = find.out;
     out.sort();
     out
 }

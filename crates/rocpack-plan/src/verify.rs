@@ -79,9 +79,6 @@ use crate::model::{ComponentPlan, Plan, processors};
 /// The JSON report's schema identifier; bumped on any incompatible change.
 pub const SCHEMA: &str = "rocpack-plan-verify/1";
 
-/// Symbolic links followed in a row before a link counts as dangling (Linux's limit).
-const MAX_LINKS: usize = 40;
-
 /// Why verification could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
@@ -548,7 +545,7 @@ fn resolve_in_install(
 ) -> Option<(PathBuf, std::fs::Metadata)> {
     let mut at = own;
     let mut logical = rel.to_path_buf();
-    for _ in 0..MAX_LINKS {
+    for _ in 0..rocpack_scan::sysroot::MAX_LINKS {
         let target = std::fs::read_link(prefixes.get(at)?.join(&logical)).ok()?;
         let joined = if target.is_absolute() {
             target

@@ -9,7 +9,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
 /// At most this many symlinks are followed for one path, as Linux's `MAXSYMLINKS`.
-const MAX_LINKS: usize = 40;
+pub const MAX_LINKS: usize = 40;
 
 /// The target system's file tree: `/` or a sysroot directory.
 #[derive(Debug, Clone, Default)]

@@ -300,17 +300,12 @@ impl Tree {
 
 /// `..` and `.` removed lexically, as CMake's `get_filename_component(... ABSOLUTE)` does.
 fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
+    let lexical = rocpack_scan::sysroot::lexical(path);
+    if path.has_root() {
+        Path::new("/").join(lexical)
+    } else {
+        lexical
     }
-    out
 }
 
 fn read_first_line(path: &Path) -> Option<String> {
