@@ -1,7 +1,9 @@
 //! The one finding model every rocpack domain reports through.
 //!
 //! - [`Severity`]: info, warning, error — the same three words in text, `--json` and HTML.
-//! - Codes: each domain (reading files, `verify`, `plan`, `plan verify`) declares its stable
+//! - Codes: each domain (`read`: reading files, archives, packages and trees, which `plan
+//!   verify` reports too; `verify`; `cmake`, gathered into `verify`'s; `plan`; `devices`)
+//!   declares its stable
 //!   kebab-case codes with [`codes!`], each with the severity it has unless the finding says
 //!   otherwise. docs/diagnostics.md lists every code of every domain; a test holds it to that.
 //! - [`Finding`]: a finding about a file (what `verify` and the CMake interpreter report): a

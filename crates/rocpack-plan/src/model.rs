@@ -308,7 +308,7 @@ pub enum FindingStatus {
 
 rocpack_finding::codes! {
     /// What the planner itself finds (pitfalls carry their own ids and severities, from
-    /// data/plan/pitfalls.toml), with the severity each has unless it says otherwise
+    /// crates/rocpack-plan/data/pitfalls.toml), with the severity each has unless it says otherwise
     /// (docs/diagnostics.md, "plan").
     pub enum PlanCode in "plan" {
         /// A component supports none of the requested targets.
