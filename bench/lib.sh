@@ -90,6 +90,8 @@ bench_roc_obj_ls() {
 # bench/results/NAME-<date>SUFFIX.txt, whose path it prints first.
 bench_results() {
   local out=bench/results/$1-$(date -u +%Y-%m-%d)${2:-}.txt
+  # A second run on the same day keeps the first one's raw output (which a note may cite).
+  [ -e "$out" ] && out=bench/results/$1-$(date -u +%Y-%m-%dT%H%M)${2:-}.txt
   mkdir -p bench/results
   echo "raw output: $out" >&2
   exec > >(tee "$out") 2>&1
