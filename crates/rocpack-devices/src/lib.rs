@@ -414,6 +414,12 @@ pub fn detect(roots: &Roots) -> Result<Detection, Error> {
         }
     }
 
+    // Which list a diagnostic is in follows its code's severity, whichever list the code that
+    // found it pushed it to: one source for it (each list keeps its order).
+    let (notes, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) = notes
+        .into_iter()
+        .chain(warnings)
+        .partition(|d| d.code.severity() == rocpack_finding::Severity::Info);
     Ok(Detection {
         devices,
         drm_only,
