@@ -1,6 +1,7 @@
 //! The AMDGPU code object's own ELF header: processor, features, code object version.
 
 use object::elf::{FileHeader32, FileHeader64};
+use object::read::elf::FileHeader;
 use object::{LittleEndian as LE, pod};
 use rocpack_bytes::Bytes;
 
@@ -91,30 +92,8 @@ impl CodeObjectHeader {
         let encoding = b.u8(5).map_err(|_| HeaderError::Truncated(b.len()))?;
         // The header through `object`'s layouts, once the file is known to hold one.
         let (elf_class, ident, e_type, e_machine, e_flags) = match (class, encoding) {
-            (2, 1) => {
-                let h = pod::from_bytes::<FileHeader64<LE>>(data)
-                    .map_err(|_| HeaderError::Truncated(b.len()))?
-                    .0;
-                (
-                    64,
-                    h.e_ident,
-                    h.e_type.get(LE),
-                    h.e_machine.get(LE),
-                    h.e_flags.get(LE),
-                )
-            }
-            (1, 1) => {
-                let h = pod::from_bytes::<FileHeader32<LE>>(data)
-                    .map_err(|_| HeaderError::Truncated(b.len()))?
-                    .0;
-                (
-                    32,
-                    h.e_ident,
-                    h.e_type.get(LE),
-                    h.e_machine.get(LE),
-                    h.e_flags.get(LE),
-                )
-            }
+            (2, 1) => header_fields::<FileHeader64<LE>>(data, 64, b.len())?,
+            (1, 1) => header_fields::<FileHeader32<LE>>(data, 32, b.len())?,
             _ => {
                 return Err(HeaderError::Unsupported {
                     class,
@@ -183,6 +162,23 @@ impl CodeObjectHeader {
     pub fn is_generic(&self) -> bool {
         mach::by_value(self.mach).is_some_and(|m| m.generic)
     }
+}
+
+/// ELF class, `e_ident`, `e_type`, `e_machine` and `e_flags` of a header of layout `H` (64- or
+/// 32-bit, little-endian) at the start of `data`.
+fn header_fields<H: FileHeader<Endian = LE>>(
+    data: &[u8],
+    class: u8,
+    len: u64,
+) -> Result<(u8, object::elf::Ident, u16, u16, u32), HeaderError> {
+    let (h, _) = pod::from_bytes::<H>(data).map_err(|_| HeaderError::Truncated(len))?;
+    Ok((
+        class,
+        *h.e_ident(),
+        h.e_type(LE),
+        h.e_machine(LE),
+        h.e_flags(LE),
+    ))
 }
 
 fn v4_feature(bits: u32, shift: u32) -> Feature {

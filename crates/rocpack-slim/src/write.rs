@@ -469,9 +469,16 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
         if let Some(p) = keep {
             new.file.set_permissions(p)?;
         }
-        let mut back = vec![0u8; bytes.len()];
-        new.file.read_exact_at(&mut back, 0)?;
-        if back != bytes || new.file.metadata()?.len() != bytes.len() as u64 {
+        // Read back a piece at a time: an extracted code object may be large.
+        const PIECE: usize = 1 << 20;
+        let mut back = vec![0u8; bytes.len().min(PIECE)];
+        let mut same = new.file.metadata()?.len() == bytes.len() as u64;
+        for (i, want) in bytes.chunks(PIECE).enumerate() {
+            let got = back.get_mut(..want.len()).unwrap_or_default();
+            new.file.read_exact_at(got, (i * PIECE) as u64)?;
+            same &= got == want;
+        }
+        if !same {
             return Err(io::Error::other(
                 "the new file does not read back as written; the old one was left as it is",
             ));
