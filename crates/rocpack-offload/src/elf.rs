@@ -438,7 +438,8 @@ fn check_table(
     Ok(())
 }
 
-fn cstr_at(t: Bytes<'_>, off: u64) -> Option<&[u8]> {
+/// The NUL-terminated string at `off` of a string table, without its NUL.
+pub(crate) fn cstr_at(t: Bytes<'_>, off: u64) -> Option<&[u8]> {
     let tail = t.tail(off).ok()?;
     tail.get(..tail.iter().position(|&c| c == 0)?)
 }

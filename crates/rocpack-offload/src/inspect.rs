@@ -903,14 +903,11 @@ impl Walker<'_, '_> {
         }
         // Code embedded anywhere else, named by the export that starts where it does.
         let read = self.read_ranges(id);
-        let mut symbols: Box<dyn SymbolLookup + '_> = match crate::pe::PeExports::new(&image) {
-            Some(e) => Box::new(e),
-            None => Box::new(NoSymbols),
-        };
+        let mut symbols = crate::pe::PeExports::new(&image);
         self.embedded(
             &image.embedded_ranges(self.opts.search_code),
             &read,
-            symbols.as_mut(),
+            &mut symbols,
             id,
             place,
         );
@@ -2296,9 +2293,7 @@ impl SymbolLookup for ElfSymbols<'_, '_> {
             .take_while(|&&(sh, _, _, _)| sh == shndx)
             .take(256)
             .find(|&&(_, v, size, _)| addr - v < size)?;
-        let tail = Bytes::new(self.strings).tail(u64::from(name)).ok()?;
-        let end = tail.iter().position(|&c| c == 0)?;
-        Some(lossless_string(tail.get(..end)?))
+        elf::cstr_at(Bytes::new(self.strings), u64::from(name)).map(lossless_string)
     }
 }
 

@@ -122,7 +122,8 @@ pub struct Pe<'d> {
     /// The base relocation directory (RVA, size), when present.
     base_relocs: Option<(u32, u32)>,
     /// Named exports that are addresses in the image (not forwarders): (RVA, name), by RVA.
-    pub exports: Vec<(u32, String)>,
+    /// Read the first time [`Pe::exports`] asks: only naming embedded code needs them.
+    exports: std::cell::OnceCell<Vec<(u32, String)>>,
 }
 
 /// How a wrapper's pointer was resolved.
@@ -222,23 +223,6 @@ impl<'d> Pe<'d> {
             .data_directory(pe::IMAGE_DIRECTORY_ENTRY_BASERELOC)
             .map(|d| d.address_range())
             .filter(|&(_, size)| size > 0);
-        // The export table is the one symbol table an image usually has. A damaged one names
-        // nothing (the rest of the image is still read); its counts are checked against the
-        // file by the object crate before anything is iterated.
-        let mut exports = Vec::new();
-        if let Ok(Some(t)) = f.export_table() {
-            for (pointer, index) in t.name_iter() {
-                if let (Ok(name), Ok(rva)) = (
-                    t.name_from_pointer(pointer),
-                    t.address_by_index(u32::from(index)),
-                ) {
-                    if !t.is_forward(rva) {
-                        exports.push((rva, lossless_string(name)));
-                    }
-                }
-            }
-        }
-        exports.sort_unstable();
         Ok(Pe {
             data,
             machine: header.machine.get(LE),
@@ -248,7 +232,20 @@ impl<'d> Pe<'d> {
             sections,
             by_rva,
             base_relocs,
-            exports,
+            exports: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// Named exports that are addresses in the image (not forwarders): (RVA, name), by RVA.
+    /// Read on first use (a DLL can export thousands of names, and only an image with
+    /// embedded code needs them).
+    pub fn exports(&self) -> &[(u32, String)] {
+        self.exports.get_or_init(|| {
+            if self.pe32_plus {
+                PeFile64::parse(self.data).map_or_else(|_| Vec::new(), |f| export_names(&f))
+            } else {
+                PeFile32::parse(self.data).map_or_else(|_| Vec::new(), |f| export_names(&f))
+            }
         })
     }
 
@@ -423,36 +420,57 @@ impl<'d> Pe<'d> {
     }
 }
 
-/// Names embedded code in an image by its export table: an export whose address is where the
-/// code starts. Exports carry no size, so "covers" can only mean "starts at" here.
-pub struct PeExports<'p> {
-    exports: &'p [(u32, String)],
-    image_base: u64,
+/// The named exports of an image that are addresses in it, by RVA. The export table is the one
+/// symbol table an image usually has. A damaged one names nothing (the rest of the image is
+/// still read); its counts are checked against the file by the object crate before anything is
+/// iterated.
+fn export_names<'d, H: ImageNtHeaders>(
+    f: &object::read::pe::PeFile<'d, H, &'d [u8]>,
+) -> Vec<(u32, String)> {
+    let mut exports = Vec::new();
+    if let Ok(Some(t)) = f.export_table() {
+        for (pointer, index) in t.name_iter() {
+            if let (Ok(name), Ok(rva)) = (
+                t.name_from_pointer(pointer),
+                t.address_by_index(u32::from(index)),
+            ) {
+                if !t.is_forward(rva) {
+                    exports.push((rva, lossless_string(name)));
+                }
+            }
+        }
+    }
+    exports.sort_unstable();
+    exports
 }
 
-impl<'p> PeExports<'p> {
-    /// The exports of `image`, or `None` when it has none.
-    pub fn new(image: &'p Pe<'_>) -> Option<Self> {
-        (!image.exports.is_empty()).then_some(PeExports {
-            exports: &image.exports,
-            image_base: image.image_base,
-        })
+/// Names embedded code in an image by its export table: an export whose address is where the
+/// code starts. Exports carry no size, so "covers" can only mean "starts at" here.
+pub struct PeExports<'p, 'd> {
+    image: &'p Pe<'d>,
+}
+
+impl<'p, 'd> PeExports<'p, 'd> {
+    /// The exports of `image` (read when a name is first asked for).
+    pub fn new(image: &'p Pe<'d>) -> Self {
+        PeExports { image }
     }
 }
 
-impl crate::embedded::SymbolLookup for PeExports<'_> {
+impl crate::embedded::SymbolLookup for PeExports<'_, '_> {
     fn table(&self) -> Option<&str> {
-        Some("exports")
+        (!self.image.exports().is_empty()).then_some("exports")
     }
 
     fn covering(&mut self, range: &ScanRange<'_>, offset: u64) -> Option<String> {
         let rva = range
             .vaddr?
             .checked_add(offset)?
-            .checked_sub(self.image_base)?;
+            .checked_sub(self.image.image_base)?;
         let rva = u32::try_from(rva).ok()?;
-        let at = self.exports.partition_point(|(r, _)| *r < rva);
-        self.exports
+        let exports = self.image.exports();
+        let at = exports.partition_point(|(r, _)| *r < rva);
+        exports
             .get(at)
             .filter(|(r, _)| *r == rva)
             .map(|(_, name)| name.clone())

@@ -53,6 +53,19 @@ pub struct Global {
     pub quiet: bool,
 }
 
+impl Global {
+    /// The reading options every command shares: the global limits and `--deep`. A command
+    /// sets only what is its own on top (`..global.scan_options()`).
+    pub fn scan_options(&self) -> rocpack_scan::ScanOptions {
+        rocpack_scan::ScanOptions {
+            max_decompressed: self.max_decompressed,
+            max_member: self.max_member,
+            search_code: self.deep,
+            ..rocpack_scan::ScanOptions::default()
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// One row per device code object: file, container, entry ID, target, code object version, size.

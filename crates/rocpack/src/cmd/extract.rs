@@ -165,10 +165,7 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Exit> {
     }
     let opts = ScanOptions {
         decompress: true,
-        max_decompressed: global.max_decompressed,
-        max_member: global.max_member,
-        search_code: global.deep,
-        ..ScanOptions::default()
+        ..global.scan_options()
     };
     let mut out = Out {
         args,

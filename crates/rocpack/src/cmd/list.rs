@@ -174,10 +174,7 @@ fn thousands_into(out: &mut String, n: u64) {
 pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
     let opts = ScanOptions {
         decompress: args.verify,
-        max_decompressed: global.max_decompressed,
-        max_member: global.max_member,
-        search_code: global.deep,
-        ..ScanOptions::default()
+        ..global.scan_options()
     };
     let progress = Progress::new(global.quiet);
     let scanned = scan(&args.paths, &opts, |d, t| progress.update(d, t));

@@ -23,11 +23,8 @@ pub fn run(global: &Global, args: &ScanArgs) -> Result<Exit> {
         .map(|g| gpu_arg::resolve(g))
         .collect::<Result<Vec<_>>>()?;
     let opts = ScanOptions {
-        max_decompressed: global.max_decompressed,
-        max_member: global.max_member,
-        search_code: global.deep,
         include_data_files: true,
-        ..ScanOptions::default()
+        ..global.scan_options()
     };
     let progress = Progress::new(global.quiet);
     let scanned = scan(&args.paths, &opts, |d, t| progress.update(d, t));

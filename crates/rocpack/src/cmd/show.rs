@@ -47,10 +47,7 @@ pub fn run(global: &Global, args: &ShowArgs) -> Result<Exit> {
     };
     let opts = ScanOptions {
         decompress: true,
-        max_decompressed: global.max_decompressed,
-        max_member: global.max_member,
-        search_code: global.deep,
-        ..ScanOptions::default()
+        ..global.scan_options()
     };
     let progress = Progress::new(global.quiet);
     let mut results = scan(&args.paths, &opts, |d, t| progress.update(d, t)).results;

@@ -34,12 +34,7 @@ pub fn run(global: &Global, args: &VerifyArgs) -> Result<Exit> {
         loader_env,
         checks: args.checks.iter().copied().collect(),
         allow: verify_run::allowed(&args.allow).map_err(|e| anyhow!(e))?,
-        scan: rocpack_scan::ScanOptions {
-            max_decompressed: global.max_decompressed,
-            max_member: global.max_member,
-            search_code: global.deep,
-            ..rocpack_scan::ScanOptions::default()
-        },
+        scan: global.scan_options(),
     };
     let progress = |files: usize| {
         if !global.quiet && io::IsTerminal::is_terminal(&io::stderr()) {
