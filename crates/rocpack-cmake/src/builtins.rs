@@ -3,7 +3,11 @@
 //! `find_library`, `try_compile`) sets its outputs to unknown values. Commands with side effects
 //! only (`install`, `file(WRITE)`, `configure_file`) are never performed.
 
-use super::eval::{Arg, Evaluator, Flow, Loc, Lookup, MAX_VALUE, Reason, Target, Val, split_list};
+use std::borrow::Cow;
+
+use super::eval::{
+    Arg, Evaluator, Flow, Loc, Lookup, MAX_VALUE, Reason, Target, Val, split_items, split_list,
+};
 use super::paths::{self, basename, dirname, join, normalize};
 use super::regex;
 
@@ -161,6 +165,30 @@ fn list_index(s: &str, len: usize) -> Option<usize> {
     } else {
         None
     }
+}
+
+/// Element `n` of a list whose text up to that element has neither a bracket nor a
+/// backslash, found without splitting the rest: `Some(None)` when the list is shorter, `None`
+/// when the full rules of [`split_items`] are needed.
+fn plain_list_item(list: &str, n: usize) -> Option<Option<&str>> {
+    if list.is_empty() {
+        return Some(None);
+    }
+    let (mut index, mut start) = (0, 0);
+    for (at, b) in list.bytes().enumerate() {
+        match b {
+            b'[' | b'\\' => return None,
+            b';' => {
+                if index == n {
+                    return Some(list.get(start..at));
+                }
+                index += 1;
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    Some(if index == n { list.get(start..) } else { None })
 }
 
 fn bool_text(b: bool) -> &'static str {
@@ -511,7 +539,42 @@ impl Evaluator<'_> {
             Lookup::Unknown(r) => (String::new(), Some(r)),
         };
         let taint = cur_unknown.or_else(|| any_unknown(rest));
-        let mut items = split_list(&cur, true);
+        if matches!(sub.text.as_str(), "APPEND" | "PREPEND") {
+            // As cmListCommand.cxx does it, on the string: the elements already there are
+            // neither split nor re-joined (an escaped `\;` in them stays escaped), and a loop
+            // that appends one item at a time stays linear.
+            if rest.is_empty() {
+                if matches!(self.lookup(&var.text), Lookup::Undefined) {
+                    return;
+                }
+                self.store(&var.text, cur, taint, loc);
+                return;
+            }
+            let added = texts(rest).join(";");
+            let text = if cur.is_empty() {
+                added
+            } else if sub.text == "APPEND" {
+                cur + ";" + &added
+            } else {
+                added + ";" + &cur
+            };
+            self.store(&var.text, text, taint, loc);
+            return;
+        }
+        if sub.text == "FIND" && !cur.bytes().any(|b| b == b'[' || b == b'\\') {
+            // The common case in a loop over a long list, without splitting it first: the
+            // elements are the text between `;`s, and the search stops at the first match.
+            if let (Some(value), Some(out)) = (rest.first(), rest.get(1)) {
+                let i = if cur.is_empty() {
+                    None
+                } else {
+                    cur.split(';').position(|v| v == value.text)
+                };
+                let i = i.map_or(-1, |i| i as i64);
+                self.store(&out.text, i.to_string(), taint, loc);
+            }
+            return;
+        }
         let vname = var.text.clone();
         let out_of_range = |ev: &mut Self| {
             ev.note(
@@ -523,21 +586,28 @@ impl Evaluator<'_> {
                 &[],
             );
         };
-        match sub.text.as_str() {
-            "APPEND" | "PREPEND" => {
-                if rest.is_empty() {
-                    if matches!(self.lookup(&vname), Lookup::Undefined) {
-                        return;
+        if sub.text == "GET" {
+            // `list(GET L 0 3)` on a long list, as in a loop: the elements asked for are read
+            // off its start, unless a bracket or backslash there needs the full rules.
+            if let Some((out, idx)) = rest.split_last() {
+                let got: Option<Option<Vec<&str>>> = idx
+                    .iter()
+                    .map(|a| {
+                        let i = a.text.trim().parse::<usize>().ok()?;
+                        plain_list_item(&cur, i)
+                    })
+                    .collect();
+                if let Some(got) = got {
+                    match got {
+                        Some(got) => self.store(&out.text, got.join(";"), taint, loc),
+                        None => out_of_range(self),
                     }
-                } else if sub.text == "APPEND" {
-                    items.extend(texts(rest));
-                } else {
-                    let mut new = texts(rest);
-                    new.extend(items);
-                    items = new;
+                    return;
                 }
-                self.store(&vname, items.join(";"), taint, loc);
             }
+        }
+        let mut items = split_items(&cur, true);
+        match sub.text.as_str() {
             "INSERT" => {
                 let Some(at) = rest.first() else { return };
                 let len = items.len();
@@ -549,13 +619,12 @@ impl Evaluator<'_> {
                 let Some(idx) = idx else {
                     return out_of_range(self);
                 };
-                let new = texts(tail(rest, 1));
+                let new = tail(rest, 1).iter().map(|a| Cow::Borrowed(a.text.as_str()));
                 items.splice(idx..idx, new);
                 self.store(&vname, items.join(";"), taint, loc);
             }
             "REMOVE_ITEM" => {
-                let remove = texts(rest);
-                items.retain(|i| !remove.contains(i));
+                items.retain(|i| !rest.iter().any(|r| r.text == *i));
                 self.store(&vname, items.join(";"), taint, loc);
             }
             "REMOVE_AT" => {
@@ -566,7 +635,7 @@ impl Evaluator<'_> {
                         None => return out_of_range(self),
                     }
                 }
-                let kept: Vec<String> = items
+                let kept: Vec<Cow<str>> = items
                     .into_iter()
                     .enumerate()
                     .filter(|(i, _)| !drop.contains(i))
@@ -605,7 +674,7 @@ impl Evaluator<'_> {
                     }
                 }
                 for (o, v) in outs.iter().zip(popped) {
-                    self.store(o, v, taint.clone(), loc);
+                    self.store(o, v.into_owned(), taint.clone(), loc);
                 }
                 self.store(&vname, items.join(";"), taint, loc);
             }
@@ -648,7 +717,7 @@ impl Evaluator<'_> {
                     else {
                         return;
                     };
-                    let sub: Vec<String> = if l < 0 {
+                    let sub: Vec<Cow<str>> = if l < 0 {
                         items.into_iter().skip(b).collect()
                     } else {
                         items

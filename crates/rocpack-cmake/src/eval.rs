@@ -7,6 +7,7 @@
 //! with them through every variable they flow into, and a condition, loop or `include()` that
 //! depends on one is skipped and reported as not evaluated instead of being guessed.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -1503,8 +1504,26 @@ fn find_in_list_check(var: &str, body: &[Node]) -> Option<String> {
 /// CMake's list splitting (`cmExpandList`): `;` separates except inside `[]`, `\;` is a
 /// literal `;`. Empty elements are dropped unless `keep_empty`.
 pub(crate) fn split_list(s: &str, keep_empty: bool) -> Vec<String> {
+    split_items(s, keep_empty)
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect()
+}
+
+/// [`split_list`], borrowing every element it can: a list without brackets or backslashes
+/// is split on its `;` with no copy, so a lookup in a long list (`list(FIND)` in a loop)
+/// allocates one vector, not one string per element.
+pub(crate) fn split_items(s: &str, keep_empty: bool) -> Vec<Cow<'_, str>> {
     let mut out = Vec::new();
     if s.is_empty() {
+        return out;
+    }
+    if !s.bytes().any(|b| b == b'[' || b == b'\\') {
+        out.extend(
+            s.split(';')
+                .filter(|item| keep_empty || !item.is_empty())
+                .map(Cow::Borrowed),
+        );
         return out;
     }
     let mut cur = String::new();
@@ -1529,14 +1548,14 @@ pub(crate) fn split_list(s: &str, keep_empty: bool) -> Vec<String> {
             },
             ';' if depth == 0 => {
                 if keep_empty || !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
+                    out.push(Cow::Owned(std::mem::take(&mut cur)));
                 }
             }
             c => cur.push(c),
         }
     }
     if keep_empty || !cur.is_empty() {
-        out.push(cur);
+        out.push(Cow::Owned(cur));
     }
     out
 }

@@ -3,10 +3,13 @@
 //! the one the matcher claims (`cmGlob::PatternToRegex`), and CMake configs are what it reads.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/cmake_script.rs"]
+mod cmake_script;
+use cmake_script::run_cmake_script;
+
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::process::Command;
 
 use rocpack_scan::glob::component_matches;
 
@@ -63,18 +66,7 @@ fn matches_what_cmake_file_glob_matches() {
         )
         .unwrap();
     }
-    let script_path = dir.path().join("glob.cmake");
-    std::fs::write(&script_path, script).unwrap();
-    let out = Command::new("cmake")
-        .arg("-P")
-        .arg(&script_path)
-        .output()
-        .expect("cmake (scripts/install-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "cmake -P failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_cmake_script(&dir.path().join("glob.cmake"), &script);
     for (i, p) in PATTERNS.iter().enumerate() {
         let text = std::fs::read(dir.path().join(format!("out-{i}.txt"))).unwrap();
         let cmake: BTreeSet<Vec<u8>> = text

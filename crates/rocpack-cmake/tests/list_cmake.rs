@@ -1,0 +1,160 @@
+//! `list()` judged by CMake itself: one script of list operations, run by `cmake -P` and by
+//! rocpack's interpreter, must leave every result variable with the same text. The cases
+//! include what the interpreter reads on fast paths (APPEND and PREPEND on the string, GET and
+//! FIND without splitting the whole list) next to the lists that need the full rules
+//! (brackets, escaped `;`, empty elements).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../tests/support/cmake_script.rs"]
+mod cmake_script;
+use cmake_script::run_cmake_script;
+
+use rocpack_cmake::project::{ProjectOptions, evaluate_project};
+
+/// (result variable, the commands that compute it). Each case starts from the same lists.
+const CASES: &[(&str, &str)] = &[
+    ("r_append", "set(r_append a b)\nlist(APPEND r_append c d)"),
+    ("r_append_undef", "list(APPEND r_append_undef x)"),
+    (
+        "r_append_empty",
+        "set(r_append_empty \"\")\nlist(APPEND r_append_empty x)",
+    ),
+    (
+        "r_append_trailing",
+        "set(r_append_trailing \"a;\")\nlist(APPEND r_append_trailing b)",
+    ),
+    (
+        "r_append_escaped",
+        "set(r_append_escaped \"a\\\\;b;c\")\nlist(APPEND r_append_escaped d)",
+    ),
+    (
+        "r_append_bracket",
+        "set(r_append_bracket \"x[1;2]y;z\")\nlist(APPEND r_append_bracket w)",
+    ),
+    (
+        "r_append_many",
+        "set(r_append_many a)\nforeach(i RANGE 1 40)\n  list(APPEND r_append_many \"e${i}\")\nendforeach()",
+    ),
+    ("r_prepend", "set(r_prepend c)\nlist(PREPEND r_prepend a b)"),
+    (
+        "r_prepend_empty",
+        "set(r_prepend_empty \"\")\nlist(PREPEND r_prepend_empty a)",
+    ),
+    (
+        "r_prepend_escaped",
+        "set(r_prepend_escaped \"a\\\\;b\")\nlist(PREPEND r_prepend_escaped z)",
+    ),
+    ("r_get", "set(l a b c d e)\nlist(GET l 0 3 1 r_get)"),
+    ("r_get_neg", "set(l a b c d e)\nlist(GET l -1 -5 r_get_neg)"),
+    (
+        "r_get_empty_el",
+        "set(l \"a;;c\")\nlist(GET l 1 r_get_empty_el)",
+    ),
+    (
+        "r_get_last_empty",
+        "set(l \"a;b;\")\nlist(GET l 2 r_get_last_empty)",
+    ),
+    (
+        "r_get_escaped",
+        "set(l \"a\\\\;b;c\")\nlist(GET l 0 r_get_escaped)",
+    ),
+    (
+        "r_get_bracket",
+        "set(l \"p;x[1;2]y;z\")\nlist(GET l 1 2 r_get_bracket)",
+    ),
+    (
+        "r_get_after_bracket",
+        "set(l \"x[1;2]y;z;w\")\nlist(GET l 2 r_get_after_bracket)",
+    ),
+    (
+        "r_get_space",
+        "set(l a b c)\nlist(GET l \" 1\" r_get_space)",
+    ),
+    ("r_find", "set(l a b c b)\nlist(FIND l b r_find)"),
+    ("r_find_none", "set(l a b c)\nlist(FIND l q r_find_none)"),
+    (
+        "r_find_empty_list",
+        "set(l \"\")\nlist(FIND l a r_find_empty_list)",
+    ),
+    (
+        "r_find_empty_el",
+        "set(l \"a;;c\")\nlist(FIND l \"\" r_find_empty_el)",
+    ),
+    (
+        "r_find_escaped",
+        "set(l \"a\\\\;b;c\")\nlist(FIND l \"a;b\" r_find_escaped)",
+    ),
+    (
+        "r_find_bracket",
+        "set(l \"x[1;2]y;z\")\nlist(FIND l z r_find_bracket)",
+    ),
+    ("r_find_undef", "list(FIND r_undefined_list a r_find_undef)"),
+    ("r_length", "set(l \"a;;c;\")\nlist(LENGTH l r_length)"),
+    (
+        "r_remove_at",
+        "set(r_remove_at a b c d)\nlist(REMOVE_AT r_remove_at -1 0)",
+    ),
+    (
+        "r_remove_item",
+        "set(r_remove_item a b a c)\nlist(REMOVE_ITEM r_remove_item a)",
+    ),
+    ("r_insert", "set(r_insert a c)\nlist(INSERT r_insert 1 b)"),
+    ("r_sublist", "set(l a b c d)\nlist(SUBLIST l 1 2 r_sublist)"),
+    ("r_join", "set(l a b c)\nlist(JOIN l - r_join)"),
+];
+
+/// Policies as a project of today sets them (CMP0007: empty elements are elements).
+fn script() -> String {
+    let mut s = String::from("cmake_minimum_required(VERSION 3.16)\n");
+    for (_, code) in CASES {
+        s.push_str(code);
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn list_commands_leave_what_cmake_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // CMake: each result written to its own file (a file keeps `;` and empty values).
+    let mut cmake_script = script();
+    for (var, _) in CASES {
+        cmake_script.push_str(&format!(
+            "file(WRITE \"{}/{var}.txt\" \"${{{var}}}\")\n",
+            dir.path().display()
+        ));
+    }
+    run_cmake_script(&dir.path().join("lists.cmake"), &cmake_script);
+
+    // rocpack: the same commands as a project, the results watched.
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("CMakeLists.txt"), script()).unwrap();
+    let watch: Vec<&str> = CASES.iter().map(|(var, _)| *var).collect();
+    let run = evaluate_project(&ProjectOptions {
+        source_dir: &project,
+        cache: &[],
+        prelude: "",
+        record: &[],
+        watch: &watch,
+        undefined: &[],
+    })
+    .unwrap();
+
+    let mut differ = Vec::new();
+    for (var, code) in CASES {
+        let cmake = std::fs::read_to_string(dir.path().join(format!("{var}.txt"))).unwrap();
+        let ours = match run.finals.get(*var) {
+            Some(Some(v)) if v.unknown.is_none() => v.text.clone(),
+            Some(Some(v)) => format!("<unknown: {}>", v.unknown.as_deref().unwrap_or("")),
+            Some(None) | None => String::new(),
+        };
+        if ours != cmake {
+            differ.push(format!(
+                "{var}: cmake {cmake:?}, rocpack {ours:?}\n  {code}"
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
