@@ -1080,7 +1080,22 @@ impl<'s> Evaluator<'s> {
         let flow = if def.is_macro {
             let body = self.substitute_macro(def, &args, loc);
             match body {
-                Some(body) => self.exec_nodes(&body, &def.file),
+                // CMake (3.25, checked with cmake -P in tests/list_cmake.rs): `break()` and
+                // `return()` in a macro act on the caller, `continue()` does not: it ends the
+                // block it is in, and the macro goes on with its next command.
+                Some(body) => {
+                    let mut flow = Flow::Next;
+                    for node in &body {
+                        match self.exec_node(node, &def.file) {
+                            Flow::Next | Flow::Continue => {}
+                            other => {
+                                flow = other;
+                                break;
+                            }
+                        }
+                    }
+                    flow
+                }
                 None => Flow::Abort,
             }
         } else {

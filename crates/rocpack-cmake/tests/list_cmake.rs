@@ -2,7 +2,8 @@
 //! rocpack's interpreter, must leave every result variable with the same text. The cases
 //! include what the interpreter reads on fast paths (APPEND and PREPEND on the string, GET and
 //! FIND without splitting the whole list) next to the lists that need the full rules
-//! (brackets, escaped `;`, empty elements).
+//! (brackets, escaped `;`, empty elements), and how `continue()` and `break()` in a macro act on
+//! the loop around its call (RCCL's Generator.cmake relies on it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../../tests/support/cmake_script.rs"]
@@ -101,6 +102,18 @@ const CASES: &[(&str, &str)] = &[
     ("r_insert", "set(r_insert a c)\nlist(INSERT r_insert 1 b)"),
     ("r_sublist", "set(l a b c d)\nlist(SUBLIST l 1 2 r_sublist)"),
     ("r_join", "set(l a b c)\nlist(JOIN l - r_join)"),
+    (
+        "r_macro_continue",
+        "macro(skip_b)\n  if(${item} STREQUAL \"b\")\n    continue()\n  endif()\nendmacro()\n\
+         set(r_macro_continue \"\")\nforeach(item a b c)\n  list(APPEND r_macro_continue ${item})\n  \
+         skip_b()\n  list(REMOVE_AT r_macro_continue -1)\nendforeach()",
+    ),
+    (
+        "r_macro_flow",
+        "macro(flow_in_macro)\n  continue()\n  list(APPEND r_macro_flow \"after-continue-${i}\")\n  \
+         if(i EQUAL 3)\n    break()\n  endif()\nendmacro()\nset(r_macro_flow \"\")\n\
+         foreach(i RANGE 1 5)\n  flow_in_macro()\n  list(APPEND r_macro_flow \"loop-${i}\")\nendforeach()",
+    ),
 ];
 
 /// Policies as a project of today sets them (CMP0007: empty elements are elements).
