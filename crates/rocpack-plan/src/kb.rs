@@ -118,6 +118,14 @@ pub(crate) const FILES: &[(&str, &str)] = &[
         include_str!("../data/derived/upstream/MIOpen-rocm-6.2.0.toml"),
     ),
     (
+        "derived/upstream/RCCL-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/RCCL-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/RCCL-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/RCCL-rocm-6.2.0.toml"),
+    ),
+    (
         "derived/upstream/composable_kernel-rocm-6.0.2.toml",
         include_str!("../data/derived/upstream/composable_kernel-rocm-6.0.2.toml"),
     ),
@@ -126,12 +134,76 @@ pub(crate) const FILES: &[(&str, &str)] = &[
         include_str!("../data/derived/upstream/composable_kernel-rocm-6.2.0.toml"),
     ),
     (
+        "derived/upstream/hipBLAS-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipBLAS-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipBLAS-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipBLAS-rocm-6.2.0.toml"),
+    ),
+    (
         "derived/upstream/hipBLASLt-rocm-6.0.2.toml",
         include_str!("../data/derived/upstream/hipBLASLt-rocm-6.0.2.toml"),
     ),
     (
         "derived/upstream/hipBLASLt-rocm-6.2.0.toml",
         include_str!("../data/derived/upstream/hipBLASLt-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipCUB-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipCUB-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipCUB-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipCUB-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipFFT-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipFFT-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipFFT-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipFFT-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipRAND-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipRAND-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipRAND-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipRAND-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipSOLVER-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipSOLVER-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipSOLVER-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipSOLVER-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipSPARSE-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipSPARSE-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipSPARSE-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipSPARSE-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/hipSPARSELt-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/hipSPARSELt-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/hipSPARSELt-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/hipSPARSELt-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocALUTION-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocALUTION-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocALUTION-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocALUTION-rocm-6.2.0.toml"),
     ),
     (
         "derived/upstream/rocBLAS-rocm-6.0.2.toml",
@@ -150,12 +222,44 @@ pub(crate) const FILES: &[(&str, &str)] = &[
         include_str!("../data/derived/upstream/rocFFT-rocm-6.2.0.toml"),
     ),
     (
+        "derived/upstream/rocPRIM-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocPRIM-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocPRIM-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocPRIM-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocRAND-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocRAND-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocRAND-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocRAND-rocm-6.2.0.toml"),
+    ),
+    (
         "derived/upstream/rocSOLVER-rocm-6.0.2.toml",
         include_str!("../data/derived/upstream/rocSOLVER-rocm-6.0.2.toml"),
     ),
     (
         "derived/upstream/rocSOLVER-rocm-6.2.0.toml",
         include_str!("../data/derived/upstream/rocSOLVER-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocSPARSE-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocSPARSE-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocSPARSE-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocSPARSE-rocm-6.2.0.toml"),
+    ),
+    (
+        "derived/upstream/rocThrust-rocm-6.0.2.toml",
+        include_str!("../data/derived/upstream/rocThrust-rocm-6.0.2.toml"),
+    ),
+    (
+        "derived/upstream/rocThrust-rocm-6.2.0.toml",
+        include_str!("../data/derived/upstream/rocThrust-rocm-6.2.0.toml"),
     ),
     (
         "derived/upstream/rocWMMA-rocm-6.0.2.toml",

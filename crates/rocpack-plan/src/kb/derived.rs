@@ -15,6 +15,9 @@ use toml::{Table, Value};
 
 use super::{KbError, ReleaseComponent, Supported, kb_error};
 
+/// The target variable hip-config reads for every project that links hip::device.
+const HIP_CONFIG_VARIABLE: &str = "GPU_TARGETS";
+
 /// One fact compared between a release file and a derived file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DerivedFact {
@@ -147,6 +150,17 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
         if let Some((first, rest)) = precedence.split_first() {
             let mut typed = vec![k.variable.clone()];
             typed.extend(k.also.iter().cloned());
+            // hip::device compiles for GPU_TARGETS whatever the project read: hip-config seeds
+            // it from AMDGPU_TARGETS only when it is not given (ROCm/clr
+            // hipamd/hip-config-amd.cmake at 018eeb4c: `set(GPU_TARGETS "${AMDGPU_TARGETS}"
+            // CACHE ...)`, then one --offload-arch per entry; Debian's 6.4.3 copy, :69-73 and
+            // :168-172). A release file may list it for a project that never reads it itself;
+            // the sources speak only for the project, so it is compared without it and kept.
+            let by_hip_config = !precedence.iter().any(|v| v == HIP_CONFIG_VARIABLE)
+                && k.also.iter().any(|v| v == HIP_CONFIG_VARIABLE);
+            if by_hip_config {
+                typed.retain(|v| v != HIP_CONFIG_VARIABLE);
+            }
             fact(
                 "targets.variables".into(),
                 Some(typed.join(" ")),
@@ -156,6 +170,9 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
             );
             k.variable = first.clone();
             k.also = rest.to_vec();
+            if by_hip_config {
+                k.also.push(HIP_CONFIG_VARIABLE.to_owned());
+            }
             k.variable_confidence = None;
         }
         // The default list: the first-read variable's default, else the project's result
@@ -268,6 +285,9 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
     let whole = rc.confidence.is_none();
     for o in &mut rc.options {
         let confirmed = whole && o.confidence.is_none();
+        // `default = ""`: the release file does not say (docs/plan-knowledge.md), so the
+        // sources fill it in rather than contradict it.
+        let typed = (!o.default.is_empty()).then(|| o.default.clone());
         match find(&o.name) {
             Some(d) => {
                 let at = d.get("at").and_then(Value::as_str).unwrap_or_default();
@@ -276,7 +296,7 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
                         let v = cmake_bool(v);
                         fact(
                             format!("option {}", o.name),
-                            Some(o.default.clone()),
+                            typed.clone(),
                             Some(v.clone()),
                             confirmed,
                             at.to_owned(),
@@ -286,7 +306,7 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
                     }
                     Some(Value::Table(nd)) => fact(
                         format!("option {}", o.name),
-                        Some(o.default.clone()),
+                        typed.clone(),
                         None,
                         confirmed,
                         format!(
@@ -303,7 +323,7 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
             None if complete => {
                 fact(
                     format!("option {}", o.name),
-                    Some(o.default.clone()),
+                    typed,
                     Some(String::new()),
                     confirmed,
                     "no option()/set(CACHE) of that name in the evaluated sources".into(),
