@@ -2,7 +2,7 @@
 //! facts: `MACH_TABLE` (every EF_AMDGPU_MACH value, r600 family included), `GENERIC_MEMBERS`,
 //! `ROCR_ISAS`, `RUNTIME_GENERIC` and `APU_PROCESSORS`, written to `$OUT_DIR/gpu_tables.rs` and
 //! included by `src/mach_table.rs`. The catalogue (`src/catalogue.rs`) parses the same file at
-//! run time for everything else.
+//! run time for everything else; both read it with the one schema, `src/gpus_schema.rs`.
 
 // A build script reports a broken input by panicking: cargo shows the message and stops.
 #![allow(clippy::expect_used, clippy::indexing_slicing)]
@@ -10,88 +10,58 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+#[path = "src/gpus_schema.rs"]
+#[allow(dead_code)] // What the catalogue reads and the tables do not.
+mod gpus_schema;
+
+use gpus_schema::{Kind, RawCatalogue};
+
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let path = manifest.join("data/gpus.toml");
     println!("cargo:rerun-if-changed={}", path.display());
+    println!("cargo:rerun-if-changed=src/gpus_schema.rs");
     let text = std::fs::read_to_string(&path).expect("data/gpus.toml is readable");
-    let doc: toml::Table = text.parse().expect("data/gpus.toml is TOML");
+    let doc: RawCatalogue = toml::from_str(&text).expect("data/gpus.toml has gpus_schema's schema");
     let out = tables(&doc).unwrap_or_else(|e| panic!("data/gpus.toml: {e}"));
     let dest =
         PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it")).join("gpu_tables.rs");
     std::fs::write(dest, out).expect("OUT_DIR is writable");
 }
 
-fn tables(doc: &toml::Table) -> Result<String, String> {
-    let str_of = |t: &toml::Table, k: &str| -> Result<String, String> {
-        t.get(k)
-            .and_then(toml::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("an entry has no string `{k}`"))
-    };
-    let bool_of =
-        |t: &toml::Table, k: &str| t.get(k).and_then(toml::Value::as_bool).unwrap_or(false);
-    let mach_of = |t: &toml::Table| -> Result<u8, String> {
-        t.get("mach")
-            .and_then(toml::Value::as_integer)
-            .and_then(|m| u8::try_from(m).ok())
-            .ok_or_else(|| "an entry has no mach in 0..=255".to_owned())
-    };
-    let array = |k: &str| -> Vec<&toml::Table> {
-        doc.get(k)
-            .and_then(toml::Value::as_array)
-            .map(|a| a.iter().filter_map(toml::Value::as_table).collect())
-            .unwrap_or_default()
-    };
-    let gpus = array("gpu");
-    if gpus.is_empty() {
+fn tables(doc: &RawCatalogue) -> Result<String, String> {
+    if doc.gpu.is_empty() {
         return Err("no [[gpu]] entries".into());
     }
     // (mach, name, xnack, sramecc, generic, r600)
     let mut rows: Vec<(u8, String, bool, bool, bool, bool)> = Vec::new();
-    for r in array("r600") {
-        rows.push((mach_of(r)?, str_of(r, "name")?, false, false, false, true));
+    for r in &doc.r600 {
+        rows.push((r.mach, r.name.clone(), false, false, false, true));
     }
     let mut generic_members = Vec::new();
     let mut rocr = Vec::new();
     let mut runtime_generic = Vec::new();
     let mut apu = Vec::new();
-    for g in &gpus {
-        let name = str_of(g, "name")?;
-        let members: Vec<String> = g
-            .get("members")
-            .and_then(toml::Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let generic = !members.is_empty();
-        rows.push((
-            mach_of(g)?,
-            name.clone(),
-            bool_of(g, "xnack"),
-            bool_of(g, "sramecc"),
-            generic,
-            false,
-        ));
+    for g in &doc.gpu {
+        let name = &g.name;
+        let generic = !g.members.is_empty();
+        rows.push((g.mach, name.clone(), g.xnack, g.sramecc, generic, false));
         if generic {
-            generic_members.push((name.clone(), members));
+            generic_members.push((name.clone(), g.members.clone()));
         }
-        if bool_of(g, "rocr_isa") {
+        if g.rocr_isa {
             rocr.push(name.clone());
         }
-        if let Some(r) = g.get("runtime_generic").and_then(toml::Value::as_str) {
-            if g.get("generic").and_then(toml::Value::as_str) != Some(r) {
+        if let Some(r) = &g.runtime_generic {
+            if g.generic.as_ref() != Some(r) {
                 return Err(format!(
                     "{name}: runtime_generic {r} is not its generic target"
                 ));
             }
-            runtime_generic.push((name.clone(), r.to_owned()));
+            runtime_generic.push((name.clone(), r.clone()));
         }
-        if g.get("kind").and_then(toml::Value::as_str) == Some("APU") {
-            apu.push(name);
+        if g.kind == Some(Kind::Apu) {
+            apu.push(name.clone());
         }
     }
     rows.sort();

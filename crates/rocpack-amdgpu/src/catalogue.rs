@@ -14,76 +14,18 @@
 //! header explains the fields and the sources legend. The tests below hold it to
 //! [`crate::mach::MACH_TABLE`] and [`crate::mach::GENERIC_MEMBERS`].
 
-use std::collections::{BTreeMap, HashSet};
-use std::fmt;
+use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use crate::gpus_schema::RawCatalogue;
+pub use crate::gpus_schema::{Kind, Matrix};
 
 use crate::TargetId;
 
 /// The embedded catalogue text.
 const DATA: &str = include_str!("../data/gpus.toml");
-
-/// Whether a processor is a discrete GPU, an APU, or ships as both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Kind {
-    /// Discrete GPU.
-    #[serde(rename = "dGPU")]
-    DGpu,
-    /// Integrated in an APU.
-    #[serde(rename = "APU")]
-    Apu,
-    /// Both, where AMDGPUUsage lists both.
-    #[serde(rename = "dGPU+APU")]
-    DGpuApu,
-}
-
-impl Kind {
-    /// The spelling used in the data file and in JSON (`dGPU`, `APU`, `dGPU+APU`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::DGpu => "dGPU",
-            Kind::Apu => "APU",
-            Kind::DGpuApu => "dGPU+APU",
-        }
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The matrix-multiply instructions a processor has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Matrix {
-    /// MFMA (CDNA matrix cores).
-    Mfma,
-    /// WMMA (RDNA3 and later).
-    Wmma,
-    /// No matrix instructions.
-    None,
-}
-
-impl Matrix {
-    /// The spelling used in the data file and in JSON (`mfma`, `wmma`, `none`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Matrix::Mfma => "mfma",
-            Matrix::Wmma => "wmma",
-            Matrix::None => "none",
-        }
-    }
-}
-
-impl fmt::Display for Matrix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One product sold with a processor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -211,57 +153,6 @@ impl From<toml::de::Error> for CatalogueError {
     fn from(e: toml::de::Error) -> Self {
         CatalogueError::Toml(Box::new(e))
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCatalogue {
-    sources: BTreeMap<String, String>,
-    gpu: Vec<RawGpu>,
-    /// The r600-family mach values: read by the build script only (`MACH_TABLE`).
-    #[serde(default, rename = "r600")]
-    _r600: serde::de::IgnoredAny,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGpu {
-    name: String,
-    #[serde(default)]
-    aliases: Vec<String>,
-    mach: u8,
-    generation: String,
-    architecture: Option<String>,
-    kind: Option<Kind>,
-    wavefront: u32,
-    matrix: Option<Matrix>,
-    xnack: bool,
-    sramecc: bool,
-    /// Read by the build script only (`ROCR_ISAS`).
-    #[serde(default, rename = "rocr_isa")]
-    _rocr_isa: serde::de::IgnoredAny,
-    /// Read by the build script only (`RUNTIME_GENERIC`).
-    #[serde(default, rename = "runtime_generic")]
-    _runtime_generic: serde::de::IgnoredAny,
-    generic: Option<String>,
-    generic_version: Option<u32>,
-    #[serde(default)]
-    members: Vec<String>,
-    runtime_since: Option<String>,
-    runtime_since_note: Option<String>,
-    #[serde(default)]
-    marketing: Vec<RawProduct>,
-    #[serde(default)]
-    pci_ids: Vec<String>,
-    sources: Vec<String>,
-    note: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawProduct {
-    name: String,
-    src: String,
 }
 
 /// Parses a catalogue in the format of `data/gpus.toml`.

@@ -15,6 +15,7 @@
 pub mod catalogue;
 pub mod code_object;
 pub mod compat;
+mod gpus_schema;
 pub mod mach;
 mod mach_table;
 pub mod metadata;
