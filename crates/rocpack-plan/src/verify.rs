@@ -597,8 +597,8 @@ struct Read {
     problems: Vec<Problem>,
 }
 
-fn read_device_code(record: &Record) -> Read {
-    let result = inspect_file(&record.read, &ScanOptions::default(), None);
+fn read_device_code(record: &Record, scan: &ScanOptions) -> Read {
+    let result = inspect_file(&record.read, scan, None);
     let mut read = Read::default();
     let shown = &record.path;
     if let Some(e) = &result.io_error {
@@ -693,7 +693,8 @@ fn detect_layout(prefixes: &[PathBuf]) -> Result<Layout, VerifyError> {
 /// # Errors
 /// No prefix; a prefix that is not a readable directory; prefixes whose layouts disagree when
 /// `layout` is `None`; a plan for a release or naming a component the knowledge base does not
-/// know. Unreadable files are not errors: they are [`Report::problems`].
+/// know. Unreadable files are not errors: they are [`Report::problems`]. Files are read with
+/// the default [`ScanOptions`].
 pub fn verify(
     kb: &Knowledge,
     plan: &Plan,
@@ -701,11 +702,20 @@ pub fn verify(
     layout: Option<Layout>,
     root: Option<&Path>,
 ) -> Result<Report, VerifyError> {
-    verify_with_progress(kb, plan, prefixes, layout, root, &|_, _| {})
+    verify_with_progress(
+        kb,
+        plan,
+        prefixes,
+        layout,
+        root,
+        &ScanOptions::default(),
+        &|_, _| {},
+    )
 }
 
-/// [`verify`], calling `progress(done, total)` as the files that carry device code are read:
-/// bytes of those files read so far, and in all (from any thread; first with `done` 0).
+/// [`verify`], reading device code with `scan` (the limits and `--deep` of the command line)
+/// and calling `progress(done, total)` as the files that carry device code are read: bytes of
+/// those files read so far, and in all (from any thread; first with `done` 0).
 ///
 /// # Errors
 /// As [`verify`].
@@ -715,6 +725,7 @@ pub fn verify_with_progress(
     prefixes: &[PathBuf],
     layout: Option<Layout>,
     root: Option<&Path>,
+    scan: &ScanOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Report, VerifyError> {
     if prefixes.is_empty() {
@@ -792,7 +803,7 @@ pub fn verify_with_progress(
         .par_iter()
         .map(|r| {
             carries(r).then(|| {
-                let read = read_device_code(r);
+                let read = read_device_code(r, scan);
                 let now = done.fetch_add(r.size, std::sync::atomic::Ordering::Relaxed) + r.size;
                 progress(now, total);
                 read

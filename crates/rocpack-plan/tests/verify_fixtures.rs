@@ -177,6 +177,7 @@ fn progress_counts_the_device_code_files_read() {
         &[dir.path().to_path_buf()],
         None,
         None,
+        &rocpack_scan::ScanOptions::default(),
         &|done, total| calls.lock().unwrap().push((done, total)),
     )
     .unwrap();

@@ -44,7 +44,8 @@ pub struct Global {
 
     /// Also search executable sections (host machine code) of ELF and PE files for embedded GPU
     /// code. No toolchain puts code objects there, and it is slower: reading librocsparse's
-    /// 45 MB of .text costs more than the rest of listing it.
+    /// 45 MB of .text costs more than the rest of listing it. For the reading commands (list,
+    /// show, extract, scan, check, verify, plan verify); strip, compress and decompress refuse it.
     #[arg(long, global = true)]
     pub deep: bool,
 

@@ -78,3 +78,27 @@ fn an_unreadable_file_is_listed_with_its_offset_and_ends_in_unreadable() {
         "{text}"
     );
 }
+
+/// The global reading limits reach plan verify's reads: a decompression limit below the
+/// compressed bundles' entries (lib/librocfft.so.0.1, CCOB v2) makes them unreadable.
+#[test]
+fn the_reading_limits_apply() {
+    let dir = tempdir();
+    let prefix = dir.path().join("rocm");
+    rocm_tree(&prefix);
+    let plan = plan_file(dir.path());
+    let mut cmd = rocpack();
+    cmd.args(["plan", "verify", "-q", "--max-decompressed", "100"])
+        .arg(&plan)
+        .arg(&prefix);
+    let out = output_of(&mut cmd);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("error[decompression-limit]: ") && text.contains("librocfft.so.0.1"),
+        "{text}"
+    );
+    let (code, text) = verify_text(&plan, &prefix);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(!text.contains("decompression-limit"), "{text}");
+}

@@ -1265,6 +1265,28 @@ fn keep_detected_reads_the_machines_gpus_and_json_says_what_happened() {
     assert!(err.contains("no AMD GPU found"), "{err}");
 }
 
+/// `--deep` would promise code in executable sections that no rewrite touches: refused, and
+/// the file is left as it was.
+#[test]
+fn rewrites_refuse_deep() {
+    let tmp = tempdir();
+    copy_fixtures(&["tu1.hipfb"], tmp.path());
+    let p = tmp.path().join("tu1.hipfb");
+    let before = read(&p);
+    for args in [
+        &["strip", "--deep", "--keep", "gfx1030", "-i"][..],
+        &["compress", "--deep", "-i"][..],
+        &["decompress", "--deep", "-i"][..],
+    ] {
+        let mut args = args.to_vec();
+        args.push(p.to_str().unwrap());
+        let (code, _, err) = rocpack_run(&args, &[]);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("--deep is for the reading commands"), "{err}");
+        assert_eq!(read(&p), before);
+    }
+}
+
 #[test]
 fn compress_warns_which_runtimes_read_compressed_bundles() {
     let tmp = tempdir();

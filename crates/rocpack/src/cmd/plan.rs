@@ -442,6 +442,7 @@ fn verify(global: &Global, kb: &Knowledge, args: &crate::args::PlanVerifyArgs) -
         &args.prefixes,
         layout,
         args.root.as_deref(),
+        &global.scan_options(),
         &|done, total| progress.update(done, total),
     )?;
     let mut out = io::stdout().lock();

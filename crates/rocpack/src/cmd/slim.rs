@@ -111,6 +111,14 @@ pub fn decompress(global: &Global, args: &DecompressArgs) -> Result<Exit> {
 }
 
 fn run(global: &Global, w: &WriteArgs, paths: &[PathBuf], action: Action) -> Result<Exit> {
+    // Accepting it would promise code that the rewrite then leaves in place.
+    if global.deep {
+        bail!(
+            "--deep is for the reading commands (list, show, extract, scan, check, verify, plan \
+             verify): {} never rewrites executable sections, the only place --deep adds",
+            action.name()
+        );
+    }
     if w.in_place && w.output.is_some() {
         bail!("--in-place and -o/--output exclude each other");
     }
