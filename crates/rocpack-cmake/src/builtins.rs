@@ -191,6 +191,33 @@ fn plain_list_item(list: &str, n: usize) -> Option<Option<&str>> {
     Some(if index == n { list.get(start..) } else { None })
 }
 
+/// Whether `project(...)` or `enable_language(...)` enables a language: `project(NAME)` enables
+/// C and CXX, `NONE` enables none.
+fn enables_a_language(command: &str, args: &[Arg]) -> bool {
+    let langs: Vec<&str> = if command == "project" {
+        let rest = tail(args, 1);
+        let mut langs = Vec::new();
+        let mut skip_value = false;
+        for a in rest {
+            let t = a.text.as_str();
+            if skip_value {
+                skip_value = false;
+            } else if matches!(t, "VERSION" | "DESCRIPTION" | "HOMEPAGE_URL") {
+                skip_value = true;
+            } else if t != "LANGUAGES" {
+                langs.push(t);
+            }
+        }
+        if langs.is_empty() {
+            return true;
+        }
+        langs
+    } else {
+        args.iter().map(|a| a.text.as_str()).collect()
+    };
+    langs.iter().any(|l| *l != "NONE" && *l != "OPTIONAL")
+}
+
 fn bool_text(b: bool) -> &'static str {
     if b { "1" } else { "0" }
 }
@@ -247,6 +274,14 @@ impl Evaluator<'_> {
                         self.unset_var(&n.text);
                     }
                 }
+            }
+            // Enabling a language defines CMAKE_BUILD_TYPE (an empty cache entry unless given):
+            // before it, a project's `if(NOT DEFINED CMAKE_BUILD_TYPE)` sees it undefined, as
+            // with CMake 3.25 (checked with a project(t NONE) and a project(t CXX)).
+            "project" | "enable_language"
+                if self.project_mode() && enables_a_language(name, &args) =>
+            {
+                self.cache_default("CMAKE_BUILD_TYPE", Val::known(""));
             }
             "option" if self.project_mode() => self.project_option(&args, loc),
             "option" => {

@@ -213,23 +213,27 @@ impl Evaluator<'_> {
             }
             i += 1;
         }
-        // Binary tests.
+        // Binary tests. A MATCHES with no left operand (`if($ENV{UNSET} MATCHES "x")`: the
+        // empty unquoted argument is gone) is false with its right operand, as CMake's
+        // cmConditionEvaluator::HandleLevel2 makes it "0"; checked with cmake -P in
+        // tests/cmake_semantics.rs.
         let mut i = 0;
-        while i + 2 < toks.len() {
-            if let Some(kw) = toks
+        while i + 1 < toks.len() {
+            let binary = toks
                 .get(i + 1)
                 .and_then(Tok::keyword)
                 .filter(|k| BINARY.contains(k))
-                .map(str::to_owned)
-            {
-                let (l, r) = match (toks.get(i).cloned(), toks.get(i + 2).cloned()) {
-                    (Some(l), Some(r)) => (l, r),
-                    _ => break,
-                };
-                let v = self.binary(&kw, &l, &r)?;
-                toks.splice(i..=i + 2, [Tok::Val(v)]);
-            } else {
-                i += 1;
+                .map(str::to_owned);
+            match (binary, toks.get(i), toks.get(i + 2)) {
+                (Some(kw), Some(l), Some(r)) => {
+                    let (l, r) = (l.clone(), r.clone());
+                    let v = self.binary(&kw, &l, &r)?;
+                    toks.splice(i..=i + 2, [Tok::Val(v)]);
+                }
+                _ if toks.get(i).is_some_and(|t| t.is("MATCHES")) => {
+                    toks.splice(i..=i + 1, [Tok::Val(Tri::F)]);
+                }
+                _ => i += 1,
             }
         }
         // NOT, innermost (rightmost) first so that `NOT NOT x` works.

@@ -521,29 +521,6 @@ impl<'s> Evaluator<'s> {
         Ok(out)
     }
 
-    /// Arguments of `if()`/`while()`. In project mode an unquoted argument that expands to
-    /// nothing stays an empty argument, as CMake's condition evaluator sees it
-    /// (`if($ENV{UNSET} MATCHES "x")` is false, not malformed); config evaluation keeps its
-    /// behaviour.
-    fn expand_cond_args(&mut self, raw: &[RawArg], loc: &Loc) -> Result<Vec<Arg>, String> {
-        if !self.project_mode() {
-            return self.expand_args(raw, loc);
-        }
-        let mut out = Vec::with_capacity(raw.len());
-        for a in raw {
-            let mut one = self.expand_args(std::slice::from_ref(a), loc)?;
-            if one.is_empty() && a.kind == ArgKind::Unquoted {
-                one.push(Arg {
-                    text: String::new(),
-                    quoted: false,
-                    unknown: None,
-                });
-            }
-            out.extend(one);
-        }
-        Ok(out)
-    }
-
     // ---- control flow ----------------------------------------------------------------------
 
     fn enter(&mut self, loc: &Loc) -> bool {
@@ -643,7 +620,7 @@ impl<'s> Evaluator<'s> {
                         line: *line,
                     };
                     self.line = *line;
-                    let verdict = match self.expand_cond_args(cond, &loc) {
+                    let verdict = match self.expand_args(cond, &loc) {
                         Ok(args) => self.condition(&args),
                         Err(e) => Err(e),
                     };
@@ -980,7 +957,7 @@ impl<'s> Evaluator<'s> {
             if !self.tick(loc) {
                 return Flow::Abort;
             }
-            let verdict = match self.expand_cond_args(raw, loc) {
+            let verdict = match self.expand_args(raw, loc) {
                 Ok(args) => self.condition(&args),
                 Err(e) => Err(e),
             };
@@ -1080,7 +1057,7 @@ impl<'s> Evaluator<'s> {
         let flow = if def.is_macro {
             let body = self.substitute_macro(def, &args, loc);
             match body {
-                // CMake (3.25, checked with cmake -P in tests/list_cmake.rs): `break()` and
+                // CMake (3.25, checked with cmake -P in tests/cmake_semantics.rs): `break()` and
                 // `return()` in a macro act on the caller, `continue()` does not: it ends the
                 // block it is in, and the macro goes on with its next command.
                 Some(body) => {

@@ -21,8 +21,8 @@
 //! # What project mode adds
 //! - The project's directories are known: `CMAKE_SOURCE_DIR`, `CMAKE_CURRENT_SOURCE_DIR`,
 //!   `PROJECT_SOURCE_DIR` name the source tree; binary directories name a build directory that
-//!   does not exist; `CMAKE_INSTALL_PREFIX` is `/usr/local` and `CMAKE_BUILD_TYPE` empty unless
-//!   given.
+//!   does not exist; `CMAKE_INSTALL_PREFIX` is `/usr/local`; `CMAKE_BUILD_TYPE` is undefined
+//!   until `project()` or `enable_language()` enables a language, then empty unless given.
 //! - A cache: entries given by the caller (`-D`), `set(… CACHE …)` (an existing entry stays unless
 //!   `FORCE`; the normal binding in the current scope is removed, CMake's behaviour before policy
 //!   CMP0126) and `option()` (a no-op when the variable is already defined, CMP0077).
@@ -252,7 +252,6 @@ pub fn evaluate_project(opts: &ProjectOptions) -> std::io::Result<ProjectRun> {
             ("CMAKE_CURRENT_BINARY_DIR", BINARY_DIR),
             ("PROJECT_BINARY_DIR", BINARY_DIR),
             ("CMAKE_INSTALL_PREFIX", "/usr/local"),
-            ("CMAKE_BUILD_TYPE", ""),
         ];
         // Set in the cache, where a -D entry wins; the config-mode bindings Evaluator::new made
         // for them would hide it.
@@ -260,6 +259,8 @@ pub fn evaluate_project(opts: &ProjectOptions) -> std::io::Result<ProjectRun> {
             ev.forget(k);
             ev.cache_default(k, Val::known(*v));
         }
+        // Undefined until a language is enabled (builtins: `project`).
+        ev.forget("CMAKE_BUILD_TYPE");
         for k in [
             "PROJECT_NAME",
             "CMAKE_PROJECT_NAME",

@@ -2,8 +2,9 @@
 //! rocpack's interpreter, must leave every result variable with the same text. The cases
 //! include what the interpreter reads on fast paths (APPEND and PREPEND on the string, GET and
 //! FIND without splitting the whole list) next to the lists that need the full rules
-//! (brackets, escaped `;`, empty elements), and how `continue()` and `break()` in a macro act on
-//! the loop around its call (RCCL's Generator.cmake relies on it).
+//! (brackets, escaped `;`, empty elements), how `continue()` and `break()` in a macro act on
+//! the loop around its call (RCCL's Generator.cmake relies on it), and `if()` over an unquoted
+//! argument that expands to nothing (`$ENV{UNSET} MATCHES`, hipFFT's CMakeLists).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../../../tests/support/cmake_script.rs"]
@@ -103,6 +104,26 @@ const CASES: &[(&str, &str)] = &[
     ("r_sublist", "set(l a b c d)\nlist(SUBLIST l 1 2 r_sublist)"),
     ("r_join", "set(l a b c)\nlist(JOIN l - r_join)"),
     (
+        "r_if_matches_unset",
+        "set(r_if_matches_unset no)\nif($ENV{ROCPACK_TEST_NEVER_SET} MATCHES \"y\")\n  \
+         set(r_if_matches_unset yes)\nendif()",
+    ),
+    (
+        "r_if_not_matches_unset",
+        "set(r_if_not_matches_unset no)\nif(NOT $ENV{ROCPACK_TEST_NEVER_SET} MATCHES \"y\")\n  \
+         set(r_if_not_matches_unset yes)\nendif()",
+    ),
+    (
+        "r_if_matches_empty_unquoted",
+        "set(e \"\")\nset(r_if_matches_empty_unquoted no)\nif(${e} MATCHES \"^$\")\n  \
+         set(r_if_matches_empty_unquoted yes)\nendif()",
+    ),
+    (
+        "r_if_matches_empty_quoted",
+        "set(e \"\")\nset(r_if_matches_empty_quoted no)\nif(\"${e}\" MATCHES \"^$\")\n  \
+         set(r_if_matches_empty_quoted yes)\nendif()",
+    ),
+    (
         "r_macro_continue",
         "macro(skip_b)\n  if(${item} STREQUAL \"b\")\n    continue()\n  endif()\nendmacro()\n\
          set(r_macro_continue \"\")\nforeach(item a b c)\n  list(APPEND r_macro_continue ${item})\n  \
@@ -170,4 +191,75 @@ fn list_commands_leave_what_cmake_leaves() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+/// What `project()` defines, judged by configuring the same project with CMake (a C project:
+/// scripts/install-deps.sh installs gcc): CMAKE_BUILD_TYPE is undefined before it and an empty
+/// cache entry after it, so a project's own default before `project()` (rocFFT's
+/// `if(NOT DEFINED CMAKE_BUILD_TYPE) set(... Release CACHE ...)`) takes effect; a `-D` wins.
+#[test]
+fn project_defines_what_cmake_defines() {
+    const PROJECT: &str = "cmake_minimum_required(VERSION 3.16)\n\
+        if(DEFINED CMAKE_BUILD_TYPE)\n  set(r_before \"defined:${CMAKE_BUILD_TYPE}\")\n\
+        else()\n  set(r_before undefined)\nendif()\n\
+        if(NOT DEFINED CMAKE_CONFIGURATION_TYPES AND NOT DEFINED CMAKE_BUILD_TYPE AND DEFAULT_RELEASE)\n\
+          set(CMAKE_BUILD_TYPE Release CACHE STRING \"\")\nendif()\n\
+        project(t C)\n\
+        if(DEFINED CMAKE_BUILD_TYPE)\n  set(r_after \"defined:${CMAKE_BUILD_TYPE}\")\n\
+        else()\n  set(r_after undefined)\nendif()\n";
+    let watch = ["r_before", "r_after"];
+    for defines in [
+        &[][..],
+        &[("DEFAULT_RELEASE", "ON")][..],
+        &[("CMAKE_BUILD_TYPE", "Debug")][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        let mut text = PROJECT.to_owned();
+        for var in watch {
+            text.push_str(&format!(
+                "file(WRITE \"{}/{var}.txt\" \"${{{var}}}\")\n",
+                dir.path().display()
+            ));
+        }
+        std::fs::write(src.join("CMakeLists.txt"), &text).unwrap();
+        let mut cmd = std::process::Command::new("cmake");
+        cmd.arg("-S")
+            .arg(&src)
+            .arg("-B")
+            .arg(dir.path().join("build"));
+        for (k, v) in defines {
+            cmd.arg(format!("-D{k}={v}"));
+        }
+        let out = cmd
+            .output()
+            .expect("cmake (scripts/install-deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "cmake failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cache: Vec<(String, String)> = defines
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let run = evaluate_project(&ProjectOptions {
+            source_dir: &src,
+            cache: &cache,
+            prelude: "",
+            record: &[],
+            watch: &watch,
+            undefined: &[],
+        })
+        .unwrap();
+        for var in watch {
+            let cmake = std::fs::read_to_string(dir.path().join(format!("{var}.txt"))).unwrap();
+            let ours = match run.finals.get(var) {
+                Some(Some(v)) if v.unknown.is_none() => v.text.clone(),
+                other => format!("{other:?}"),
+            };
+            assert_eq!(ours, cmake, "{var} with {defines:?}");
+        }
+    }
 }
