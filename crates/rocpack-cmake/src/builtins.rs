@@ -218,6 +218,94 @@ fn enables_a_language(command: &str, args: &[Arg]) -> bool {
     langs.iter().any(|l| *l != "NONE" && *l != "OPTIONAL")
 }
 
+/// `list(TRANSFORM <list> <ACTION> [<SELECTOR>])` on the split list, as cmListCommand.cxx:
+/// `args` is what follows the list's name, without `OUTPUT_VARIABLE`.
+fn transform(items: &mut [Cow<'_, str>], args: &[Arg]) -> Result<(), String> {
+    let word = |i: usize| args.get(i).map(|a| a.text.as_str());
+    let action = word(0).ok_or("no action")?;
+    let operands = match action {
+        "APPEND" | "PREPEND" => 1,
+        "REPLACE" => 2,
+        "TOLOWER" | "TOUPPER" | "STRIP" | "GENEX_STRIP" => 0,
+        other => return Err(format!("unknown action {other}")),
+    };
+    let operand =
+        |i: usize| word(1 + i).ok_or_else(|| format!("{action} needs {operands} operand(s)"));
+    // Which elements: all, or a selector's.
+    let len = items.len();
+    let selector = args.get(1 + operands..).unwrap_or_default();
+    let mut chosen = vec![selector.is_empty(); len];
+    match selector.first().map(|a| a.text.as_str()) {
+        None => {}
+        Some("AT") => {
+            for a in selector.get(1..).unwrap_or_default() {
+                let i = list_index(&a.text, len)
+                    .ok_or_else(|| format!("index {} out of range", a.text))?;
+                if let Some(c) = chosen.get_mut(i) {
+                    *c = true;
+                }
+            }
+        }
+        Some("FOR") => {
+            let num = |i: usize| -> Result<i64, String> {
+                let t = selector.get(i).ok_or("FOR needs a start and a stop")?;
+                t.text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{} is not a number", t.text))
+            };
+            let (start, stop) = (num(1)?, num(2)?);
+            let step = if selector.len() > 3 { num(3)? } else { 1 };
+            let at = |i: i64| list_index(&i.to_string(), len);
+            let (Some(start), Some(stop)) = (at(start), at(stop)) else {
+                return Err("FOR range out of range".into());
+            };
+            if step <= 0 || start > stop {
+                return Err("FOR needs start <= stop and a positive step".into());
+            }
+            let step = usize::try_from(step).map_err(|e| e.to_string())?;
+            for i in (start..=stop).step_by(step) {
+                if let Some(c) = chosen.get_mut(i) {
+                    *c = true;
+                }
+            }
+        }
+        Some("REGEX") => {
+            let re = regex::compile(&selector.get(1).ok_or("REGEX needs a pattern")?.text)?;
+            for (c, item) in chosen.iter_mut().zip(items.iter()) {
+                *c = re.is_match(item);
+            }
+        }
+        Some(other) => return Err(format!("unknown selector {other}")),
+    }
+    let replace = if action == "REPLACE" {
+        Some((
+            regex::compile(operand(0)?)?,
+            regex::replacement(operand(1)?),
+        ))
+    } else {
+        None
+    };
+    for (item, _) in items.iter_mut().zip(&chosen).filter(|(_, c)| **c) {
+        let new = match action {
+            "APPEND" => format!("{item}{}", operand(0)?),
+            "PREPEND" => format!("{}{item}", operand(0)?),
+            "TOLOWER" => item.to_ascii_lowercase(),
+            "TOUPPER" => item.to_ascii_uppercase(),
+            "STRIP" => item
+                .trim_matches(|c: char| c.is_ascii_whitespace())
+                .to_owned(),
+            "GENEX_STRIP" => return Err("GENEX_STRIP is not evaluated".into()),
+            _ => match &replace {
+                Some((re, repl)) => re.replace_all(item, repl.as_str()).into_owned(),
+                None => item.to_string(),
+            },
+        };
+        *item = Cow::Owned(new);
+    }
+    Ok(())
+}
+
 fn bool_text(b: bool) -> &'static str {
     if b { "1" } else { "0" }
 }
@@ -777,6 +865,26 @@ impl Evaluator<'_> {
                     Err(e) => {
                         self.note(loc, format!("list(FILTER) at line {}: {e}", loc.line), &[]);
                         self.set_unknown(&vname, e);
+                    }
+                }
+            }
+            "TRANSFORM" => {
+                let (out, rest) = match rest.iter().position(|a| a.text == "OUTPUT_VARIABLE") {
+                    Some(i) => (
+                        rest.get(i + 1).map_or(vname.clone(), |a| a.text.clone()),
+                        rest.get(..i).unwrap_or_default(),
+                    ),
+                    None => (vname.clone(), rest),
+                };
+                match transform(&mut items, rest) {
+                    Ok(()) => self.store(&out, items.join(";"), taint, loc),
+                    Err(e) => {
+                        self.note(
+                            loc,
+                            format!("list(TRANSFORM) at line {}: {e}", loc.line),
+                            &[],
+                        );
+                        self.set_unknown(&out, e);
                     }
                 }
             }

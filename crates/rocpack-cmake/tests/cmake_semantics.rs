@@ -104,6 +104,31 @@ const CASES: &[(&str, &str)] = &[
     ("r_sublist", "set(l a b c d)\nlist(SUBLIST l 1 2 r_sublist)"),
     ("r_join", "set(l a b c)\nlist(JOIN l - r_join)"),
     (
+        "r_tr_append",
+        "set(r_tr_append a b c)\nlist(TRANSFORM r_tr_append APPEND \".S\")",
+    ),
+    (
+        "r_tr_prepend_at",
+        "set(r_tr_prepend_at a b c)\nlist(TRANSFORM r_tr_prepend_at PREPEND \"x-\" AT 0 -1)",
+    ),
+    (
+        "r_tr_upper_for",
+        "set(r_tr_upper_for a b c d e)\nlist(TRANSFORM r_tr_upper_for TOUPPER FOR 1 4 2)",
+    ),
+    (
+        "r_tr_replace_regex",
+        "set(r_tr_replace_regex foo.cpp bar.h baz.cpp)\n\
+         list(TRANSFORM r_tr_replace_regex REPLACE \"\\\\.cpp$\" \".o\" REGEX \"^b\")",
+    ),
+    (
+        "r_tr_replace_group",
+        "set(r_tr_replace_group ab cd)\nlist(TRANSFORM r_tr_replace_group REPLACE \"(.)(.)\" \"\\\\2\\\\1\")",
+    ),
+    (
+        "r_tr_output",
+        "set(l \" a \" b)\nlist(TRANSFORM l STRIP OUTPUT_VARIABLE r_tr_output)",
+    ),
+    (
         "r_if_matches_unset",
         "set(r_if_matches_unset no)\nif($ENV{ROCPACK_TEST_NEVER_SET} MATCHES \"y\")\n  \
          set(r_if_matches_unset yes)\nendif()",
