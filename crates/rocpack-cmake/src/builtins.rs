@@ -366,10 +366,13 @@ impl Evaluator<'_> {
             // Enabling a language defines CMAKE_BUILD_TYPE (an empty cache entry unless given):
             // before it, a project's `if(NOT DEFINED CMAKE_BUILD_TYPE)` sees it undefined, as
             // with CMake 3.25 (checked with a project(t NONE) and a project(t CXX)).
-            "project" | "enable_language"
-                if self.project_mode() && enables_a_language(name, &args) =>
-            {
-                self.cache_default("CMAKE_BUILD_TYPE", Val::known(""));
+            "project" | "enable_language" if self.project_mode() => {
+                if name == "project" {
+                    self.project_command(&args);
+                }
+                if enables_a_language(name, &args) {
+                    self.cache_default("CMAKE_BUILD_TYPE", Val::known(""));
+                }
             }
             "option" if self.project_mode() => self.project_option(&args, loc),
             "option" => {

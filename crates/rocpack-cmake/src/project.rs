@@ -614,6 +614,60 @@ impl Evaluator<'_> {
         }
     }
 
+    /// `project(NAME [VERSION v] ...)`: the variables cmProjectCommand.cxx defines in the
+    /// current scope (PROJECT_NAME, the project's directories, its version, whether it is the
+    /// top level) and, in the top-level directory, CMAKE_PROJECT_NAME. Projects test them
+    /// (rocWMMA declares its test and sample options only under
+    /// `if(CMAKE_PROJECT_NAME STREQUAL "rocwmma")`).
+    pub(crate) fn project_command(&mut self, args: &[super::eval::Arg]) {
+        let Some(name) = args.first().map(|a| a.text.clone()) else {
+            return;
+        };
+        let text = |ev: &Self, k: &str| ev.get_text(k).unwrap_or_default();
+        let src = text(self, "CMAKE_CURRENT_SOURCE_DIR");
+        let bin = text(self, "CMAKE_CURRENT_BINARY_DIR");
+        let top = self.s.project.as_ref().is_some_and(|p| p.source_dir == src);
+        let version = args
+            .iter()
+            .position(|a| a.text == "VERSION")
+            .and_then(|i| args.get(i + 1))
+            .map(|a| a.text.clone())
+            .unwrap_or_default();
+        let parts: Vec<&str> = if version.is_empty() {
+            Vec::new()
+        } else {
+            version.split('.').collect()
+        };
+        let mut vars = vec![
+            ("PROJECT_NAME".to_owned(), name.clone()),
+            ("PROJECT_SOURCE_DIR".to_owned(), src.clone()),
+            (format!("{name}_SOURCE_DIR"), src),
+            ("PROJECT_BINARY_DIR".to_owned(), bin.clone()),
+            (format!("{name}_BINARY_DIR"), bin),
+            (
+                "PROJECT_IS_TOP_LEVEL".to_owned(),
+                if top { "ON" } else { "OFF" }.to_owned(),
+            ),
+            (
+                format!("{name}_IS_TOP_LEVEL"),
+                if top { "ON" } else { "OFF" }.to_owned(),
+            ),
+        ];
+        for prefix in ["PROJECT".to_owned(), name.clone()] {
+            vars.push((format!("{prefix}_VERSION"), version.clone()));
+            for (i, part) in ["MAJOR", "MINOR", "PATCH", "TWEAK"].iter().enumerate() {
+                let v = parts.get(i).copied().unwrap_or_default();
+                vars.push((format!("{prefix}_VERSION_{part}"), v.to_owned()));
+            }
+        }
+        if top {
+            vars.push(("CMAKE_PROJECT_NAME".to_owned(), name));
+        }
+        for (k, v) in vars {
+            self.set_var(&k, Val::known(v));
+        }
+    }
+
     /// Reads a file for `file(READ)`/`file(STRINGS)` in project mode.
     pub(crate) fn project_read(&self, path: &str) -> Result<String, String> {
         use super::paths::{join, normalize};

@@ -219,8 +219,8 @@ fn list_commands_leave_what_cmake_leaves() {
 }
 
 /// What `project()` defines, judged by configuring the same project with CMake (a C project:
-/// scripts/install-deps.sh installs gcc): CMAKE_BUILD_TYPE is undefined before it and an empty
-/// cache entry after it, so a project's own default before `project()` (rocFFT's
+/// scripts/install-deps.sh installs gcc): the project's name, version, directories and
+/// top-level flags; CMAKE_BUILD_TYPE is undefined before it and an empty cache entry after it, so a project's own default before `project()` (rocFFT's
 /// `if(NOT DEFINED CMAKE_BUILD_TYPE) set(... Release CACHE ...)`) takes effect; a `-D` wins.
 #[test]
 fn project_defines_what_cmake_defines() {
@@ -229,10 +229,13 @@ fn project_defines_what_cmake_defines() {
         else()\n  set(r_before undefined)\nendif()\n\
         if(NOT DEFINED CMAKE_CONFIGURATION_TYPES AND NOT DEFINED CMAKE_BUILD_TYPE AND DEFAULT_RELEASE)\n\
           set(CMAKE_BUILD_TYPE Release CACHE STRING \"\")\nendif()\n\
-        project(t C)\n\
+        project(t VERSION 1.2.3 LANGUAGES C)\n\
         if(DEFINED CMAKE_BUILD_TYPE)\n  set(r_after \"defined:${CMAKE_BUILD_TYPE}\")\n\
-        else()\n  set(r_after undefined)\nendif()\n";
-    let watch = ["r_before", "r_after"];
+        else()\n  set(r_after undefined)\nendif()\n\
+        set(r_project \"${PROJECT_NAME}|${CMAKE_PROJECT_NAME}|${PROJECT_VERSION}|\
+        ${PROJECT_VERSION_MINOR}|${t_VERSION_PATCH}|${PROJECT_VERSION_TWEAK}|\
+        ${PROJECT_IS_TOP_LEVEL}|${t_IS_TOP_LEVEL}|${PROJECT_SOURCE_DIR}|${t_SOURCE_DIR}\")\n";
+    let watch = ["r_before", "r_after", "r_project"];
     for defines in [
         &[][..],
         &[("DEFAULT_RELEASE", "ON")][..],
