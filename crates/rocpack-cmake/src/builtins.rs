@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 
 use super::eval::{
-    Arg, Evaluator, Flow, Loc, Lookup, MAX_VALUE, Reason, Target, Val, split_items, split_list,
+    Arg, Evaluator, Flow, Loc, Lookup, MAX_VALUE, Reason, Target, Val, is_plain_list, split_items,
+    split_list,
 };
 use super::paths::{self, basename, dirname, join, normalize};
 use super::regex;
@@ -147,6 +148,27 @@ fn concat(args: &[Arg]) -> String {
     args.iter().map(|a| a.text.as_str()).collect()
 }
 
+/// `items` joined with `glue`, sized before it is built: a long glue between many elements
+/// must not allocate past [`MAX_VALUE`].
+fn bounded_join<S: AsRef<str>>(items: &[S], glue: &str) -> Result<String, String> {
+    let len = items
+        .iter()
+        .map(|i| i.as_ref().len())
+        .sum::<usize>()
+        .saturating_add(glue.len().saturating_mul(items.len().saturating_sub(1)));
+    if len > MAX_VALUE {
+        return Err(format!("the joined value would be {len} bytes"));
+    }
+    let mut out = String::with_capacity(len);
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(glue);
+        }
+        out.push_str(item.as_ref());
+    }
+    Ok(out)
+}
+
 fn texts(args: &[Arg]) -> Vec<String> {
     args.iter().map(|a| a.text.clone()).collect()
 }
@@ -177,7 +199,7 @@ fn plain_list_item(list: &str, n: usize) -> Option<Option<&str>> {
     let (mut index, mut start) = (0, 0);
     for (at, b) in list.bytes().enumerate() {
         match b {
-            b'[' | b'\\' => return None,
+            b'[' | b']' | b'\\' => return None,
             b';' => {
                 if index == n {
                     return Some(list.get(start..at));
@@ -198,18 +220,22 @@ fn enables_a_language(command: &str, args: &[Arg]) -> bool {
         let rest = tail(args, 1);
         let mut langs = Vec::new();
         let mut skip_value = false;
+        let mut keyword = false;
         for a in rest {
             let t = a.text.as_str();
             if skip_value {
                 skip_value = false;
             } else if matches!(t, "VERSION" | "DESCRIPTION" | "HOMEPAGE_URL") {
                 skip_value = true;
-            } else if t != "LANGUAGES" {
+            } else if t == "LANGUAGES" {
+                keyword = true;
+            } else {
                 langs.push(t);
             }
         }
+        // Without any language named, C and CXX; `LANGUAGES` with none names none.
         if langs.is_empty() {
-            return true;
+            return !keyword;
         }
         langs
     } else {
@@ -234,16 +260,20 @@ fn transform(items: &mut [Cow<'_, str>], args: &[Arg]) -> Result<(), String> {
     // Which elements: all, or a selector's.
     let len = items.len();
     let selector = args.get(1 + operands..).unwrap_or_default();
-    let mut chosen = vec![selector.is_empty(); len];
+    // Which elements, in the order the action applies to them: all, or a selector's (an index
+    // listed twice under AT is transformed twice, as in CMake).
+    let mut chosen: Vec<usize> = if selector.is_empty() {
+        (0..len).collect()
+    } else {
+        Vec::new()
+    };
     match selector.first().map(|a| a.text.as_str()) {
         None => {}
         Some("AT") => {
             for a in selector.get(1..).unwrap_or_default() {
                 let i = list_index(&a.text, len)
                     .ok_or_else(|| format!("index {} out of range", a.text))?;
-                if let Some(c) = chosen.get_mut(i) {
-                    *c = true;
-                }
+                chosen.push(i);
             }
         }
         Some("FOR") => {
@@ -264,46 +294,51 @@ fn transform(items: &mut [Cow<'_, str>], args: &[Arg]) -> Result<(), String> {
                 return Err("FOR needs start <= stop and a positive step".into());
             }
             let step = usize::try_from(step).map_err(|e| e.to_string())?;
-            for i in (start..=stop).step_by(step) {
-                if let Some(c) = chosen.get_mut(i) {
-                    *c = true;
-                }
-            }
+            chosen.extend((start..=stop).step_by(step));
         }
         Some("REGEX") => {
             let re = regex::compile(&selector.get(1).ok_or("REGEX needs a pattern")?.text)?;
-            for (c, item) in chosen.iter_mut().zip(items.iter()) {
-                *c = re.is_match(item);
-            }
+            chosen.extend((0..len).filter(|&i| items.get(i).is_some_and(|item| re.is_match(item))));
         }
         Some(other) => return Err(format!("unknown selector {other}")),
     }
     let replace = if action == "REPLACE" {
-        Some((
-            regex::compile(operand(0)?)?,
-            regex::replacement(operand(1)?),
-        ))
+        Some((regex::compile(operand(0)?)?, operand(0)?, operand(1)?))
     } else {
         None
     };
-    for (item, _) in items.iter_mut().zip(&chosen).filter(|(_, c)| **c) {
+    // The list as it will be joined, counted as it grows: a hostile list of empty elements
+    // with a long operand must not be built whole before the size check.
+    let mut total = items.iter().map(|i| i.len() + 1).sum::<usize>();
+    for i in chosen {
+        let Some(item) = items.get_mut(i) else {
+            continue;
+        };
         let new = match action {
             "APPEND" => format!("{item}{}", operand(0)?),
             "PREPEND" => format!("{}{item}", operand(0)?),
             "TOLOWER" => item.to_ascii_lowercase(),
             "TOUPPER" => item.to_ascii_uppercase(),
-            "STRIP" => item
-                .trim_matches(|c: char| c.is_ascii_whitespace())
-                .to_owned(),
+            "STRIP" => cmake_trim(item).to_owned(),
             "GENEX_STRIP" => return Err("GENEX_STRIP is not evaluated".into()),
             _ => match &replace {
-                Some((re, repl)) => re.replace_all(item, repl.as_str()).into_owned(),
+                Some((re, pattern, repl)) => {
+                    regex::replace_all(re, pattern, item, repl, MAX_VALUE)?
+                }
                 None => item.to_string(),
             },
         };
+        total = (total + new.len()).saturating_sub(item.len());
+        if total > MAX_VALUE {
+            return Err(format!("the list grows beyond {} MiB", MAX_VALUE >> 20));
+        }
         *item = Cow::Owned(new);
     }
     Ok(())
+}
+
+fn cmake_trim(s: &str) -> &str {
+    s.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'))
 }
 
 fn bool_text(b: bool) -> &'static str {
@@ -664,7 +699,7 @@ impl Evaluator<'_> {
             Lookup::Undefined => (String::new(), None),
             Lookup::Unknown(r) => (String::new(), Some(r)),
         };
-        let taint = cur_unknown.or_else(|| any_unknown(rest));
+        let taint = cur_unknown.clone().or_else(|| any_unknown(rest));
         if matches!(sub.text.as_str(), "APPEND" | "PREPEND") {
             // As cmListCommand.cxx does it, on the string: the elements already there are
             // neither split nor re-joined (an escaped `\;` in them stays escaped), and a loop
@@ -687,7 +722,29 @@ impl Evaluator<'_> {
             self.store(&var.text, text, taint, loc);
             return;
         }
-        if sub.text == "FIND" && !cur.bytes().any(|b| b == b'[' || b == b'\\') {
+        // A list whose value is unknown gives unknown answers: its elements, length and
+        // positions are not known (the list itself, for the mutating subcommands, stays
+        // unknown through `taint`).
+        if let Some(reason) = &cur_unknown {
+            let outs: Vec<&Arg> = match sub.text.as_str() {
+                "GET" => rest.last().into_iter().collect(),
+                "FIND" | "JOIN" => rest.get(1).into_iter().collect(),
+                "LENGTH" => rest.first().into_iter().collect(),
+                "SUBLIST" => rest.get(2).into_iter().collect(),
+                "POP_BACK" | "POP_FRONT" => rest.iter().collect(),
+                _ => Vec::new(),
+            };
+            for out in outs {
+                self.set_unknown(&out.text, reason.to_string());
+            }
+            if matches!(
+                sub.text.as_str(),
+                "GET" | "FIND" | "JOIN" | "LENGTH" | "SUBLIST"
+            ) {
+                return;
+            }
+        }
+        if sub.text == "FIND" && is_plain_list(&cur) {
             // The common case in a loop over a long list, without splitting it first: the
             // elements are the text between `;`s, and the search stops at the first match.
             if let (Some(value), Some(out)) = (rest.first(), rest.get(1)) {
@@ -833,7 +890,13 @@ impl Evaluator<'_> {
             }
             "JOIN" => {
                 if let (Some(glue), Some(out)) = (rest.first(), rest.get(1)) {
-                    self.store(&out.text, items.join(&glue.text), taint, loc);
+                    match bounded_join(&items, &glue.text) {
+                        Ok(v) => self.store(&out.text, v, taint, loc),
+                        Err(e) => {
+                            self.note(loc, format!("list(JOIN) at line {}: {e}", loc.line), &[]);
+                            self.set_unknown(&out.text, e);
+                        }
+                    }
                 }
             }
             "SUBLIST" => {
@@ -980,8 +1043,19 @@ impl Evaluator<'_> {
                         .collect::<Vec<_>>()
                         .join(";"),
                     "REPLACE" => {
-                        let repl = regex::replacement(&a(3).unwrap_or_default());
-                        re.replace_all(&input, repl.as_str()).into_owned()
+                        let repl = a(3).unwrap_or_default();
+                        match regex::replace_all(&re, &pattern, &input, &repl, MAX_VALUE) {
+                            Ok(v) => v,
+                            Err(e) => {
+                                self.note(
+                                    loc,
+                                    format!("string(REGEX REPLACE) at line {}: {e}", loc.line),
+                                    &[],
+                                );
+                                self.set_unknown(&out, e);
+                                return;
+                            }
+                        }
                     }
                     other => {
                         self.note_unknown_command(&format!("string(REGEX {other})"), loc);
@@ -1029,12 +1103,7 @@ impl Evaluator<'_> {
             }
             "STRIP" => {
                 if let (Some(s), Some(out)) = (a(1), a(2)) {
-                    self.store(
-                        &out,
-                        s.trim_matches(|c: char| c.is_ascii_whitespace()).to_owned(),
-                        taint,
-                        loc,
-                    );
+                    self.store(&out, cmake_trim(&s).to_owned(), taint, loc);
                 }
             }
             "APPEND" | "PREPEND" => {
@@ -1086,7 +1155,37 @@ impl Evaluator<'_> {
             }
             "JOIN" => {
                 if let (Some(glue), Some(out)) = (a(1), a(2)) {
-                    self.store(&out, texts(tail(args, 3)).join(&glue), taint, loc);
+                    match bounded_join(&texts(tail(args, 3)), &glue) {
+                        Ok(v) => self.store(&out, v, taint, loc),
+                        Err(e) => {
+                            self.note(loc, format!("string(JOIN) at line {}: {e}", loc.line), &[]);
+                            self.set_unknown(&out, e);
+                        }
+                    }
+                }
+            }
+            "ASCII" => {
+                let Some((out, codes)) = tail(args, 1).split_last() else {
+                    return;
+                };
+                // ASCII only: codes 128-255 are bytes no String holds.
+                let text: Option<String> = codes
+                    .iter()
+                    .map(|c| {
+                        c.text
+                            .trim()
+                            .parse::<u8>()
+                            .ok()
+                            .filter(u8::is_ascii)
+                            .map(char::from)
+                    })
+                    .collect();
+                match text {
+                    Some(t) => self.store(&out.text, t, taint, loc),
+                    None => self.set_unknown(
+                        &out.text,
+                        "string(ASCII) of a code outside 0-127 is not evaluated".into(),
+                    ),
                 }
             }
             "REPEAT" => {

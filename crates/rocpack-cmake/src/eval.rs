@@ -1502,6 +1502,12 @@ pub(crate) fn split_list(s: &str, keep_empty: bool) -> Vec<String> {
         .collect()
 }
 
+/// Whether every `;` of a list separates elements: no bracket (`[`, `]`) nests, no
+/// backslash escapes. Such a list is split by the fast paths without copying.
+pub(crate) fn is_plain_list(s: &str) -> bool {
+    !s.bytes().any(|b| matches!(b, b'[' | b']' | b'\\'))
+}
+
 /// [`split_list`], borrowing every element it can: a list without brackets or backslashes
 /// is split on its `;` with no copy, so a lookup in a long list (`list(FIND)` in a loop)
 /// allocates one vector, not one string per element.
@@ -1510,7 +1516,7 @@ pub(crate) fn split_items(s: &str, keep_empty: bool) -> Vec<Cow<'_, str>> {
     if s.is_empty() {
         return out;
     }
-    if !s.bytes().any(|b| b == b'[' || b == b'\\') {
+    if is_plain_list(s) {
         out.extend(
             s.split(';')
                 .filter(|item| keep_empty || !item.is_empty())
@@ -1519,7 +1525,9 @@ pub(crate) fn split_items(s: &str, keep_empty: bool) -> Vec<Cow<'_, str>> {
         return out;
     }
     let mut cur = String::new();
-    let mut depth = 0u32;
+    // Signed, as cmExpandList's squareNesting: a `]` with no `[` before it goes below zero,
+    // and no later `;` splits (`x];y` is one element).
+    let mut depth = 0i64;
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -1528,7 +1536,7 @@ pub(crate) fn split_items(s: &str, keep_empty: bool) -> Vec<Cow<'_, str>> {
                 cur.push(c);
             }
             ']' => {
-                depth = depth.saturating_sub(1);
+                depth -= 1;
                 cur.push(c);
             }
             '\\' => match chars.peek() {

@@ -118,6 +118,39 @@ fn translate(pattern: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// `string(REGEX REPLACE)` and `list(TRANSFORM … REPLACE)` as cmStringCommand.cxx does them:
+/// every match replaced (`\\1` … in `repl` are groups); a match of the empty string is an error
+/// there ("matched an empty string"), and here; so is a result longer than `limit` bytes,
+/// found while it is built.
+pub(crate) fn replace_all(
+    re: &Regex,
+    pattern: &str,
+    input: &str,
+    repl: &str,
+    limit: usize,
+) -> Result<String, String> {
+    let template = replacement(repl);
+    let mut out = String::new();
+    let mut last = 0;
+    for caps in re.captures_iter(input) {
+        let Some(m) = caps.get(0) else { continue };
+        if m.is_empty() {
+            return Err(format!("regex \"{pattern}\" matched an empty string"));
+        }
+        out.push_str(input.get(last..m.start()).unwrap_or_default());
+        caps.expand(&template, &mut out);
+        last = m.end();
+        if out.len() > limit {
+            return Err(format!("the replacement grows beyond {} MiB", limit >> 20));
+        }
+    }
+    out.push_str(input.get(last..).unwrap_or_default());
+    if out.len() > limit {
+        return Err(format!("the replacement grows beyond {} MiB", limit >> 20));
+    }
+    Ok(out)
+}
+
 /// Translates a `string(REGEX REPLACE)` replacement: `\0`…`\9` are groups, `\x` is `x`.
 pub(crate) fn replacement(repl: &str) -> String {
     let mut out = String::new();

@@ -50,11 +50,11 @@ const CASES: &[(&str, &str)] = &[
     ("r_get_neg", "set(l a b c d e)\nlist(GET l -1 -5 r_get_neg)"),
     (
         "r_get_empty_el",
-        "set(l \"a;;c\")\nlist(GET l 1 r_get_empty_el)",
+        "set(l \"a;;c\")\nset(r_get_empty_el unchanged)\nlist(GET l 1 r_get_empty_el)",
     ),
     (
         "r_get_last_empty",
-        "set(l \"a;b;\")\nlist(GET l 2 r_get_last_empty)",
+        "set(l \"a;b;\")\nset(r_get_last_empty unchanged)\nlist(GET l 2 r_get_last_empty)",
     ),
     (
         "r_get_escaped",
@@ -127,6 +127,39 @@ const CASES: &[(&str, &str)] = &[
     (
         "r_tr_output",
         "set(l \" a \" b)\nlist(TRANSFORM l STRIP OUTPUT_VARIABLE r_tr_output)",
+    ),
+    (
+        "r_close_bracket_length",
+        "set(l \"x];y;z\")\nlist(LENGTH l r_close_bracket_length)",
+    ),
+    (
+        "r_close_bracket_get",
+        "set(l \"x];y;z\")\nset(r_close_bracket_get unchanged)\nlist(GET l 0 r_close_bracket_get)",
+    ),
+    (
+        "r_close_bracket_find",
+        "set(l \"x];y;z\")\nlist(FIND l y r_close_bracket_find)",
+    ),
+    (
+        "r_bracket_pair_length",
+        "set(l \"[a;b];c\")\nlist(LENGTH l r_bracket_pair_length)",
+    ),
+    (
+        "r_tr_at_twice",
+        "set(r_tr_at_twice a b c)\nlist(TRANSFORM r_tr_at_twice APPEND \"_s\" AT 0 0 -3)",
+    ),
+    (
+        "r_tr_strip_vt",
+        "string(ASCII 11 vt)\nset(r_tr_strip_vt \"${vt} a ${vt}\" b)\nlist(TRANSFORM r_tr_strip_vt STRIP)",
+    ),
+    (
+        "r_strip_vt",
+        "string(ASCII 11 12 vt)\nstring(STRIP \"${vt} a ${vt}\" r_strip_vt)",
+    ),
+    (
+        "r_if_not_matches_n",
+        "set(r_if_not_matches_n no)\nif(NOT $ENV{ROCPACK_TEST_NEVER_SET} MATCHES \"N\")\n  \
+         set(r_if_not_matches_n yes)\nendif()",
     ),
     (
         "r_if_matches_unset",
@@ -288,6 +321,49 @@ fn project_defines_what_cmake_defines() {
                 other => format!("{other:?}"),
             };
             assert_eq!(ours, cmake, "{var} with {defines:?}");
+        }
+    }
+}
+
+/// Where CMake stops with an error or the input is hostile, the interpreter leaves the result
+/// unknown instead: an empty regex match (CMake: "matched an empty string"), a list that would
+/// grow past the value limit before it is joined, a lookup in a list whose value is unknown.
+#[test]
+fn what_cmake_refuses_or_cannot_know_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("CMakeLists.txt"),
+        "set(r_empty_match a b)\nlist(TRANSFORM r_empty_match REPLACE \"x*\" \"-\")\n\
+         string(REGEX REPLACE \"^\" \"-\" r_string_empty_match \"ab\")\n\
+         string(REPEAT \";\" 1000000 r_huge)\nstring(REPEAT \"x\" 16384 op)\n\
+         list(TRANSFORM r_huge APPEND \"${op}\")\n\
+         string(REPEAT \"g\" 1000000 glue)\nset(l a b c d e f g h i j k l m n o p q r)\n\
+         list(JOIN l \"${glue}\" r_join)\n\
+         execute_process(COMMAND true OUTPUT_VARIABLE v)\n\
+         set(r_get unchanged)\nlist(GET v 0 r_get)\nset(r_len unchanged)\nlist(LENGTH v r_len)\n",
+    )
+    .unwrap();
+    let watch = [
+        "r_empty_match",
+        "r_string_empty_match",
+        "r_huge",
+        "r_join",
+        "r_get",
+        "r_len",
+    ];
+    let run = evaluate_project(&ProjectOptions {
+        source_dir: dir.path(),
+        cache: &[],
+        prelude: "",
+        record: &[],
+        watch: &watch,
+        undefined: &[],
+    })
+    .unwrap();
+    for var in watch {
+        match run.finals.get(var) {
+            Some(Some(v)) => assert!(v.unknown.is_some(), "{var} = {:?}", v.text),
+            other => panic!("{var}: {other:?}"),
         }
     }
 }
