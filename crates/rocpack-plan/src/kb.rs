@@ -527,6 +527,10 @@ pub struct Targets {
     /// Other target variables it reads.
     #[serde(default)]
     pub also: Vec<String>,
+    /// The project overwrites every target variable with its own list (RCCL 6.0): what the
+    /// plan passes has no effect, and `supported` is that list.
+    #[serde(default)]
+    pub ignored: bool,
     #[serde(default)]
     pub extra: Vec<Derived>,
     #[serde(default)]

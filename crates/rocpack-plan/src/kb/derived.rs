@@ -46,6 +46,32 @@ impl DerivedFact {
     }
 }
 
+/// Whether the scenario that set `variable` alone ended with a different value in it.
+fn overwritten(targets: &Table, variable: &str) -> bool {
+    let Some(scenarios) = targets.get("scenarios").and_then(Value::as_array) else {
+        return false;
+    };
+    scenarios.iter().filter_map(Value::as_table).any(|sc| {
+        let Some(set) = sc.get("set").and_then(Value::as_table) else {
+            return false;
+        };
+        let Some(given) = set.get(variable).and_then(Value::as_str) else {
+            return false;
+        };
+        if set.len() != 1 {
+            return false;
+        }
+        let given: Vec<&str> = given.split(';').collect();
+        let ended = sc
+            .get("result")
+            .and_then(Value::as_table)
+            .and_then(|r| r.get(variable))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+        ended.is_some_and(|e| e != given)
+    })
+}
+
 /// The knowledge-base release a derived file's origin speaks for: Debian's `6.4.x` sources,
 /// or an upstream `rocm-X.Y.Z` tag.
 pub fn release_of(origin: &str) -> Option<String> {
@@ -147,26 +173,59 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
     ) {
         let table_confirmed = k.confidence.is_none();
         let precedence = strings(t.get("precedence")).unwrap_or_default();
+        // A project that reads no target variable and, given the typed one alone, ends with
+        // another value in it overwrites the user's list (RCCL 6.0.2, CMakeLists.txt:66-67,
+        // FORCE). Not reading it is not enough: hip-config may read it (MIOpen).
+        let derived_ignored = precedence.is_empty() && overwritten(t, &k.variable);
+        if k.ignored || derived_ignored {
+            let say = |ignored: bool| {
+                if ignored {
+                    "ignored: every target variable is overwritten".to_owned()
+                } else {
+                    "read".to_owned()
+                }
+            };
+            fact(
+                "targets.ignored".into(),
+                Some(say(k.ignored)),
+                Some(say(derived_ignored)),
+                table_confirmed && k.variable_confidence.is_none(),
+                "the variables its CMakeLists reads, in precedence (none) and those it ignores"
+                    .into(),
+            );
+        }
         if let Some((first, rest)) = precedence.split_first() {
             let mut typed = vec![k.variable.clone()];
             typed.extend(k.also.iter().cloned());
+            let typed = typed;
             // hip::device compiles for GPU_TARGETS whatever the project read: hip-config seeds
             // it from AMDGPU_TARGETS only when it is not given (ROCm/clr
             // hipamd/hip-config-amd.cmake at 018eeb4c: `set(GPU_TARGETS "${AMDGPU_TARGETS}"
             // CACHE ...)`, then one --offload-arch per entry; Debian's 6.4.3 copy, :69-73 and
             // :168-172). A release file may list it for a project that never reads it itself;
             // the sources speak only for the project, so it is compared without it and kept.
+            // Only when the release file lists it last, and the project leaves it as given
+            // (the scenario that sets it alone ends with it unchanged).
             let by_hip_config = !precedence.iter().any(|v| v == HIP_CONFIG_VARIABLE)
-                && k.also.iter().any(|v| v == HIP_CONFIG_VARIABLE);
+                && typed.last().is_some_and(|v| v == HIP_CONFIG_VARIABLE)
+                && typed.len() > 1
+                && !overwritten(t, HIP_CONFIG_VARIABLE);
+            let mut derived = precedence.clone();
             if by_hip_config {
-                typed.retain(|v| v != HIP_CONFIG_VARIABLE);
+                derived.push(HIP_CONFIG_VARIABLE.to_owned());
             }
             fact(
                 "targets.variables".into(),
                 Some(typed.join(" ")),
-                Some(precedence.join(" ")),
+                Some(derived.join(" ")),
                 table_confirmed && k.variable_confidence.is_none(),
-                "the variables its CMakeLists reads, in precedence".into(),
+                if by_hip_config {
+                    "the variables its CMakeLists reads, in precedence, then GPU_TARGETS, which \
+                     only hip-config reads"
+                        .into()
+                } else {
+                    "the variables its CMakeLists reads, in precedence".into()
+                },
             );
             k.variable = first.clone();
             k.also = rest.to_vec();
@@ -285,9 +344,7 @@ pub(super) fn apply(file: &DerivedFile, rc: &mut ReleaseComponent) -> Vec<Derive
     let whole = rc.confidence.is_none();
     for o in &mut rc.options {
         let confirmed = whole && o.confidence.is_none();
-        // `default = ""`: the release file does not say (docs/plan-knowledge.md), so the
-        // sources fill it in rather than contradict it.
-        let typed = (!o.default.is_empty()).then(|| o.default.clone());
+        let typed = Some(o.default.clone());
         match find(&o.name) {
             Some(d) => {
                 let at = d.get("at").and_then(Value::as_str).unwrap_or_default();
