@@ -79,3 +79,56 @@ fn no_cache_writes_an_empty_target_list() {
     // rocWMMA 6.2 for gfx1030 is such a case: the check above is not vacuous.
     assert!(empty_planned > 0);
 }
+
+/// rocWMMA planned for no target at 6.0/6.2 configures with its own default list, and its tests
+/// and samples (ROCWMMA_BUILD_TESTS/SAMPLES, ON, rocm-6.2.0 CMakeLists.txt:51-52) would then build
+/// for nine GPUs nobody asked for: the plan turns both off, and the cache says so.
+#[test]
+fn rocwmma_for_no_target_turns_its_tests_and_samples_off() {
+    for release in ["6.0", "6.2"] {
+        let request = Request {
+            gpus: vec!["gfx1030".into()],
+            ..Default::default()
+        };
+        let plan = rocpack_plan::plan(kb(), &request, release, Tool::Cmake).unwrap();
+        let wmma = plan
+            .components
+            .iter()
+            .find(|c| c.name == "rocWMMA")
+            .unwrap();
+        assert!(wmma.targets.as_ref().is_some_and(Vec::is_empty));
+        for option in ["ROCWMMA_BUILD_TESTS", "ROCWMMA_BUILD_SAMPLES"] {
+            assert!(
+                wmma.settings
+                    .iter()
+                    .any(|s| s.name == option && s.value == "OFF"),
+                "{release}: {option} not turned off: {:?}",
+                wmma.settings
+            );
+        }
+        let out = emit(kb(), &plan, Tool::Cmake);
+        assert!(
+            out.stdout
+                .contains("which the settings below turn off\n-DROCWMMA_BUILD_SAMPLES:BOOL=OFF -DROCWMMA_BUILD_TESTS:BOOL=OFF"),
+            "{release}: {}",
+            out.stdout
+        );
+    }
+    // With a target rocWMMA supports, its tests build for it and stay on.
+    let request = Request {
+        gpus: vec!["gfx1100".into()],
+        ..Default::default()
+    };
+    let plan = rocpack_plan::plan(kb(), &request, "6.2", Tool::Cmake).unwrap();
+    let wmma = plan
+        .components
+        .iter()
+        .find(|c| c.name == "rocWMMA")
+        .unwrap();
+    assert!(
+        !wmma
+            .settings
+            .iter()
+            .any(|s| s.name == "ROCWMMA_BUILD_TESTS")
+    );
+}

@@ -12,7 +12,7 @@ use super::{
     skip_reason,
 };
 use crate::kb::DeviceCode;
-use crate::model::{ComponentPlan, Plan};
+use crate::model::{ComponentPlan, Plan, SettingOrigin};
 
 pub(super) fn emit(plan: &Plan) -> Emission {
     let head = header_comments(plan, Tool::Cmake);
@@ -86,10 +86,19 @@ fn planned_for_nothing(c: &ComponentPlan) -> bool {
 
 /// Why a component planned for no target gets no target variable.
 fn empty_list_note(c: &ComponentPlan) -> String {
-    let clients = if c.device_code == DeviceCode::HeaderOnly {
-        "; its device code is only in its tests and samples, which then build for that list: turn them off, or do not build it"
-    } else {
-        ""
+    // A remedy (rocWMMA 6.0/6.2: ROCWMMA_BUILD_TESTS/SAMPLES=OFF) may already turn them off.
+    let remedied = c
+        .settings
+        .iter()
+        .any(|s| matches!(s.origin, SettingOrigin::Remedy { .. }) && s.value == "OFF");
+    let clients = match (c.device_code == DeviceCode::HeaderOnly, remedied) {
+        (false, _) => "",
+        (true, true) => {
+            "; its device code is only in its tests and samples, which the settings below turn off"
+        }
+        (true, false) => {
+            "; its device code is only in its tests and samples, which then build for that list: turn them off, or do not build it"
+        }
     };
     format!(
         "{}: planned for no target: {} not written (an empty cache entry blocks its default list while the rest of the build goes on); it configures with its own default list{clients}",
