@@ -62,6 +62,8 @@ impl Global {
             max_decompressed: self.max_decompressed,
             max_member: self.max_member,
             search_code: self.deep,
+            // Without a progress bar, no byte total is needed before reading.
+            sizes_first: crate::output::progress_shown(self.quiet),
             ..rocpack_scan::ScanOptions::default()
         }
     }

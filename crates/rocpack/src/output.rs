@@ -77,10 +77,15 @@ pub struct Progress {
     enabled: bool,
 }
 
+/// Whether progress is shown: not with `--quiet`, and only on a terminal.
+pub fn progress_shown(quiet: bool) -> bool {
+    !quiet && io::stderr().is_terminal()
+}
+
 impl Progress {
     pub fn new(quiet: bool) -> Self {
         Progress {
-            enabled: !quiet && io::stderr().is_terminal(),
+            enabled: progress_shown(quiet),
         }
     }
 
