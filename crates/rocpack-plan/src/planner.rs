@@ -291,6 +291,18 @@ impl Context<'_> {
                 });
             }
         }
+        // A project that overwrites every target variable (RCCL 6.0) is built for its own
+        // default list, whatever is requested: plan what it will build, so that the plan, its
+        // settings and `plan verify` say what the build does. Its compiler check drops what the
+        // release's compiler does not know.
+        if t.ignored && !t.default.is_empty() && !planned.is_empty() {
+            planned = t
+                .default
+                .iter()
+                .filter(|d| !compiler.absent_targets.iter().any(|a| a == processor(d)))
+                .cloned()
+                .collect();
+        }
         Some((planned, excluded))
     }
 
