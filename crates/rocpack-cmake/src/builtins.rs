@@ -373,6 +373,17 @@ impl Evaluator<'_> {
         self.set_var(name, Val::unknown(reason.into()));
     }
 
+    /// A command that could not be evaluated (CMake would stop, or the value would pass the
+    /// size limit): its output becomes unknown, and a note says why.
+    fn not_evaluated(&mut self, command: &str, out: &str, reason: String, loc: &Loc) {
+        self.note(
+            loc,
+            format!("{command} at line {}: {reason}", loc.line),
+            &[],
+        );
+        self.set_unknown(out, reason);
+    }
+
     pub fn builtin(&mut self, name: &str, args: Vec<Arg>, loc: &Loc) -> Flow {
         match name {
             "set" => self.cmd_set(&args, loc),
@@ -892,10 +903,7 @@ impl Evaluator<'_> {
                 if let (Some(glue), Some(out)) = (rest.first(), rest.get(1)) {
                     match bounded_join(&items, &glue.text) {
                         Ok(v) => self.store(&out.text, v, taint, loc),
-                        Err(e) => {
-                            self.note(loc, format!("list(JOIN) at line {}: {e}", loc.line), &[]);
-                            self.set_unknown(&out.text, e);
-                        }
+                        Err(e) => self.not_evaluated("list(JOIN)", &out.text, e, loc),
                     }
                 }
             }
@@ -928,10 +936,7 @@ impl Evaluator<'_> {
                         items.retain(|i| re.is_match(i) == include);
                         self.store(&vname, items.join(";"), taint, loc);
                     }
-                    Err(e) => {
-                        self.note(loc, format!("list(FILTER) at line {}: {e}", loc.line), &[]);
-                        self.set_unknown(&vname, e);
-                    }
+                    Err(e) => self.not_evaluated("list(FILTER)", &vname, e, loc),
                 }
             }
             "TRANSFORM" => {
@@ -944,14 +949,7 @@ impl Evaluator<'_> {
                 };
                 match transform(&mut items, rest) {
                     Ok(()) => self.store(&out, items.join(";"), taint, loc),
-                    Err(e) => {
-                        self.note(
-                            loc,
-                            format!("list(TRANSFORM) at line {}: {e}", loc.line),
-                            &[],
-                        );
-                        self.set_unknown(&out, e);
-                    }
+                    Err(e) => self.not_evaluated("list(TRANSFORM)", &out, e, loc),
                 }
             }
             other => {
@@ -1010,12 +1008,7 @@ impl Evaluator<'_> {
                 let re = match regex::compile(&pattern) {
                     Ok(re) => re,
                     Err(e) => {
-                        self.note(
-                            loc,
-                            format!("string(REGEX {mode}) at line {}: {e}", loc.line),
-                            &[],
-                        );
-                        self.set_unknown(&out, e);
+                        self.not_evaluated(&format!("string(REGEX {mode})"), &out, e, loc);
                         return;
                     }
                 };
@@ -1047,12 +1040,7 @@ impl Evaluator<'_> {
                         match regex::replace_all(&re, &pattern, &input, &repl, MAX_VALUE) {
                             Ok(v) => v,
                             Err(e) => {
-                                self.note(
-                                    loc,
-                                    format!("string(REGEX REPLACE) at line {}: {e}", loc.line),
-                                    &[],
-                                );
-                                self.set_unknown(&out, e);
+                                self.not_evaluated("string(REGEX REPLACE)", &out, e, loc);
                                 return;
                             }
                         }
@@ -1157,10 +1145,7 @@ impl Evaluator<'_> {
                 if let (Some(glue), Some(out)) = (a(1), a(2)) {
                     match bounded_join(&texts(tail(args, 3)), &glue) {
                         Ok(v) => self.store(&out, v, taint, loc),
-                        Err(e) => {
-                            self.note(loc, format!("string(JOIN) at line {}: {e}", loc.line), &[]);
-                            self.set_unknown(&out, e);
-                        }
+                        Err(e) => self.not_evaluated("string(JOIN)", &out, e, loc),
                     }
                 }
             }

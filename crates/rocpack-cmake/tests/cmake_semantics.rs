@@ -11,7 +11,9 @@
 mod cmake_script;
 use cmake_script::run_cmake_script;
 
-use rocpack_cmake::project::{ProjectOptions, evaluate_project};
+use std::path::Path;
+
+use rocpack_cmake::project::{ProjectOptions, ProjectRun, evaluate_project};
 
 /// (result variable, the commands that compute it). Each case starts from the same lists.
 const CASES: &[(&str, &str)] = &[
@@ -195,6 +197,19 @@ const CASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// rocpack's interpreter on the project in `dir`, with `-D` entries `cache`, watching `watch`.
+fn evaluate(dir: &Path, cache: &[(String, String)], watch: &[&str]) -> ProjectRun {
+    evaluate_project(&ProjectOptions {
+        source_dir: dir,
+        cache,
+        prelude: "",
+        record: &[],
+        watch,
+        undefined: &[],
+    })
+    .unwrap()
+}
+
 /// Policies as a project of today sets them (CMP0007: empty elements are elements).
 fn script() -> String {
     let mut s = String::from("cmake_minimum_required(VERSION 3.16)\n");
@@ -224,15 +239,7 @@ fn list_commands_leave_what_cmake_leaves() {
     std::fs::create_dir(&project).unwrap();
     std::fs::write(project.join("CMakeLists.txt"), script()).unwrap();
     let watch: Vec<&str> = CASES.iter().map(|(var, _)| *var).collect();
-    let run = evaluate_project(&ProjectOptions {
-        source_dir: &project,
-        cache: &[],
-        prelude: "",
-        record: &[],
-        watch: &watch,
-        undefined: &[],
-    })
-    .unwrap();
+    let run = evaluate(&project, &[], &watch);
 
     let mut differ = Vec::new();
     for (var, code) in CASES {
@@ -305,15 +312,7 @@ fn project_defines_what_cmake_defines() {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        let run = evaluate_project(&ProjectOptions {
-            source_dir: &src,
-            cache: &cache,
-            prelude: "",
-            record: &[],
-            watch: &watch,
-            undefined: &[],
-        })
-        .unwrap();
+        let run = evaluate(&src, &cache, &watch);
         for var in watch {
             let cmake = std::fs::read_to_string(dir.path().join(format!("{var}.txt"))).unwrap();
             let ours = match run.finals.get(var) {
@@ -351,15 +350,7 @@ fn what_cmake_refuses_or_cannot_know_is_unknown() {
         "r_get",
         "r_len",
     ];
-    let run = evaluate_project(&ProjectOptions {
-        source_dir: dir.path(),
-        cache: &[],
-        prelude: "",
-        record: &[],
-        watch: &watch,
-        undefined: &[],
-    })
-    .unwrap();
+    let run = evaluate(dir.path(), &[], &watch);
     for var in watch {
         match run.finals.get(var) {
             Some(Some(v)) => assert!(v.unknown.is_some(), "{var} = {:?}", v.text),
