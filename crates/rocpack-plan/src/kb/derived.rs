@@ -61,14 +61,11 @@ fn overwritten(targets: &Table, variable: &str) -> bool {
         if set.len() != 1 {
             return false;
         }
-        let given: Vec<&str> = given.split(';').collect();
         let ended = sc
             .get("result")
             .and_then(Value::as_table)
-            .and_then(|r| r.get(variable))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
-        ended.is_some_and(|e| e != given)
+            .and_then(|r| strings(r.get(variable)));
+        ended.is_some_and(|e| !e.iter().map(String::as_str).eq(given.split(';')))
     })
 }
 
