@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, Read, Write};
 
-use md5::{Digest, Md5};
+use crate::md5::Md5;
 use rocpack_bytes::Bytes;
 
 use crate::error::{FormatError, Kind};
@@ -754,11 +754,30 @@ impl Hasher {
 
     /// The hash of everything added.
     pub fn finish(self) -> u64 {
-        let digest = self.0.finalize();
-        let mut low = [0u8; 8];
-        low.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
-        u64::from_le_bytes(low)
+        truncated(self.0.finalize())
     }
+}
+
+/// The [`hash`] of each source, in order, computed several at a time
+/// ([`crate::md5::digest_each`]: give the sources largest first). A source fills the buffer it
+/// is given with its next bytes and returns how many; 0 ends it.
+///
+/// # Errors
+/// The first error a source returns.
+pub fn hash_each<F>(sources: impl IntoIterator<Item = F>) -> std::io::Result<Vec<u64>>
+where
+    F: FnMut(&mut [u8]) -> std::io::Result<usize>,
+{
+    Ok(crate::md5::digest_each(sources)?
+        .into_iter()
+        .map(truncated)
+        .collect())
+}
+
+/// The first 8 bytes of a digest, little-endian.
+fn truncated(digest: [u8; 16]) -> u64 {
+    let [a, b, c, d, e, f, g, h, ..] = digest;
+    u64::from_le_bytes([a, b, c, d, e, f, g, h])
 }
 
 /// Size of a version's header: 20, 24 or 32 bytes.

@@ -24,6 +24,7 @@ pub mod embedded;
 pub mod entry_id;
 pub mod error;
 mod inspect;
+pub mod md5;
 pub mod model;
 pub mod offload_binary;
 pub mod pe;
