@@ -47,6 +47,46 @@ impl Budget {
         *used = used.saturating_add(n);
         Permit { budget: self, n }
     }
+
+    /// Takes whatever `pick` chooses to fit: `pick` is called with the bytes free (`u64::MAX`
+    /// when nothing is held) and answers [`Pick::Took`] with the cost of what it took (held
+    /// until the permit is dropped), [`Pick::Wait`] to be asked again when bytes are given
+    /// back, or [`Pick::Done`]. Lets a worker run a smaller job that fits instead of waiting
+    /// for room for a large one. The same rule as [`Budget::acquire`] about other permits.
+    pub fn acquire_with<T>(&self, mut pick: impl FnMut(u64) -> Pick<T>) -> Option<(T, Permit<'_>)> {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let room = if *used == 0 {
+                u64::MAX
+            } else {
+                self.limit.saturating_sub(*used)
+            };
+            match pick(room) {
+                Pick::Took(n, t) => {
+                    *used = used.saturating_add(n);
+                    return Some((t, Permit { budget: self, n }));
+                }
+                Pick::Done => return None,
+                Pick::Wait => {
+                    used = self
+                        .freed
+                        .wait(used)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+    }
+}
+
+/// What the chooser of [`Budget::acquire_with`] did.
+#[derive(Debug)]
+pub enum Pick<T> {
+    /// Took something costing this many bytes.
+    Took(u64, T),
+    /// Nothing fits now.
+    Wait,
+    /// Nothing is left to take.
+    Done,
 }
 
 /// Bytes held from a [`Budget`], given back when dropped.
@@ -105,6 +145,48 @@ mod tests {
         let big = B.acquire(100);
         assert_eq!((big.bytes(), B.used()), (100, 100));
         drop(big);
+        assert_eq!(B.used(), 0);
+    }
+
+    #[test]
+    fn a_chooser_takes_what_fits_and_waits_for_the_rest() {
+        static B: Budget = Budget::new(64);
+        let first_fit = |jobs: &std::sync::Mutex<Vec<u64>>, room: u64| {
+            let mut jobs = jobs.lock().unwrap();
+            match jobs.iter().position(|&c| c <= room) {
+                Some(i) => {
+                    let c = jobs.remove(i);
+                    Pick::Took(c, c)
+                }
+                None if jobs.is_empty() => Pick::Done,
+                None => Pick::Wait,
+            }
+        };
+        let jobs = std::sync::Mutex::new(vec![100, 50, 30, 10]);
+        // Nothing held: the oversized job runs alone.
+        let (c, big) = B.acquire_with(|room| first_fit(&jobs, room)).unwrap();
+        assert_eq!((c, B.used()), (100, 100));
+        drop(big);
+        let (c, p50) = B.acquire_with(|room| first_fit(&jobs, room)).unwrap();
+        assert_eq!(c, 50);
+        // 14 free: 30 does not fit, 10 does.
+        let (c, p10) = B.acquire_with(|room| first_fit(&jobs, room)).unwrap();
+        assert_eq!((c, B.used()), (10, 60));
+        let jobs = std::sync::Arc::new(jobs);
+        let waiter = {
+            let jobs = jobs.clone();
+            std::thread::spawn(move || {
+                let (c, p) = B.acquire_with(|room| first_fit(&jobs, room)).unwrap();
+                drop(p);
+                c
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!waiter.is_finished(), "30 waits while 60 of 64 are held");
+        drop(p50);
+        assert_eq!(waiter.join().unwrap(), 30);
+        drop(p10);
+        assert!(B.acquire_with(|room| first_fit(&jobs, room)).is_none());
         assert_eq!(B.used(), 0);
     }
 }

@@ -16,7 +16,7 @@
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used))]
 
 mod budget;
-pub use budget::{Budget, Permit};
+pub use budget::{Budget, Permit, Pick};
 
 /// A read that does not fit in the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

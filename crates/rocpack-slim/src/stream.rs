@@ -37,26 +37,54 @@ static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(WINDOW_BUDGET
 
 /// Runs `each` on every item on all cores, never letting the items in flight together (in
 /// this call and every other) cost more than [`WINDOW_BUDGET`]; an item that costs more runs
-/// alone. The costliest start first, so that none is left to run alone at the end. `each` must
-/// not wait for other work. Results are in the items' order.
+/// alone. The costliest start first, so that none is left to run alone at the end; a worker
+/// that has no room for the costliest item left takes the costliest that fits instead of
+/// waiting (while a 288 MB bundle is compressed, the other core compresses the small ones).
+/// `each` must not wait for other work. Results are in the items' order.
 pub(crate) fn bounded_par<T: Sync, U: Send>(
     items: &[T],
     cost: impl Fn(&T) -> u64 + Sync,
     each: impl Fn(&T) -> U + Sync,
 ) -> Vec<U> {
-    use rayon::prelude::*;
+    use rocpack_bytes::Pick;
     let mut order: Vec<(u64, usize)> = items.iter().map(&cost).zip(0..).collect();
     order.sort_by_key(|&(c, i)| (std::cmp::Reverse(c), i));
-    let mut done: Vec<(usize, U)> = order
-        .par_iter()
-        .with_max_len(1)
-        .filter_map(|&(c, i)| {
-            let t = items.get(i)?;
-            // Never held across the wait of another item: `each` must not wait for other work.
-            let _held = WINDOWS.acquire(c);
-            Some((i, each(t)))
-        })
-        .collect();
+    let pending = Mutex::new(order);
+    let done = Mutex::new(Vec::with_capacity(items.len()));
+    let take = |room: u64| {
+        let mut pending = pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match pending.iter().position(|&(c, _)| c <= room) {
+            Some(k) => {
+                let (c, i) = pending.remove(k);
+                Pick::Took(c, i)
+            }
+            None if pending.is_empty() => Pick::Done,
+            None => Pick::Wait,
+        }
+    };
+    let work = || {
+        // Never held across the wait for another item: `each` must not wait for other work.
+        while let Some((i, _held)) = WINDOWS.acquire_with(take) {
+            if let Some(t) = items.get(i) {
+                let u = each(t);
+                done.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((i, u));
+            }
+        }
+    };
+    let workers = rayon::current_num_threads().clamp(1, items.len().max(1));
+    rayon::scope(|s| {
+        for _ in 1..workers {
+            s.spawn(|_| work());
+        }
+        work();
+    });
+    let mut done = done
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, u)| u).collect()
 }
@@ -522,7 +550,81 @@ impl Write for Placed<'_> {
     }
 }
 
-/// Writes `out` at `at` of `sink`, in at most `room` bytes (`u64::MAX`: the whole file).
+/// The hashes of the new CCOBs among `outputs`, computed before they are compressed: MD5 runs
+/// at one stream's latency, and [`ccob::hash_each`] runs [`rocpack_offload::md5::LANES`]
+/// streams at once in about half the time per byte. Only bundles that are ranges of the
+/// original file are hashed here (reading them again costs a copy from the page cache; a
+/// compressed base would be decompressed twice), and only when there are enough to fill lanes.
+/// One so large that it would hold its lane long after the others end (more than its share of
+/// all lanes of all threads, and more than 8 MiB) is hashed alone, beside the lanes, so that its compression does
+/// not also wait for its hash. `None`: hashed while compressed, as is every bundle of a thread
+/// whose reading failed (the compression then reports the error).
+pub(crate) fn hashes_ahead(
+    outputs: &[&Output],
+    input: Input<'_>,
+    limits: Limits,
+) -> Vec<Option<u64>> {
+    use rayon::prelude::*;
+    let lanes = rocpack_offload::md5::LANES as u64;
+    let mut cheap: Vec<(u64, usize)> = outputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Output::Ccob { inner, .. } if matches!(inner.base, Base::File { .. }) => {
+                Some((inner.len(), i))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = vec![None; outputs.len()];
+    if cheap.len() < 4 {
+        return out; // lanes would run no faster than one stream
+    }
+    cheap.sort_by_key(|&(len, i)| (std::cmp::Reverse(len), i));
+    let threads = rayon::current_num_threads().max(1);
+    // A bundle of a few MiB delays the others by milliseconds at most, wherever it is hashed.
+    let share = (cheap.iter().map(|c| c.0).sum::<u64>() / (threads as u64 * lanes)).max(8 << 20);
+    // Each thread's bundles hashed alone and in lanes, with its time in lane-bytes (a stream
+    // alone takes about twice as long per byte): the largest first, each to the least busy.
+    let mut work: Vec<(u64, Vec<usize>, Vec<usize>)> = vec![(0, Vec::new(), Vec::new()); threads];
+    for (len, i) in cheap {
+        if let Some(w) = work.iter_mut().min_by_key(|w| w.0) {
+            if len > share {
+                w.0 += 2 * len;
+                w.1.push(i);
+            } else {
+                w.0 += len;
+                w.2.push(i);
+            }
+        }
+    }
+    let hash = |members: &[usize]| -> Vec<(usize, u64)> {
+        let sources = members.iter().filter_map(|&i| {
+            let mut r = outputs.get(i)?.inner()?.reader(input, limits);
+            Some(move |buf: &mut [u8]| r.read_next(buf))
+        });
+        let hashes = ccob::hash_each(sources).unwrap_or_default();
+        members.iter().copied().zip(hashes).collect()
+    };
+    let done: Vec<(usize, u64)> = work
+        .par_iter()
+        .with_max_len(1)
+        .flat_map_iter(|(_, alone, in_lanes)| {
+            let mut done: Vec<(usize, u64)> = alone.iter().flat_map(|&i| hash(&[i])).collect();
+            done.extend(hash(in_lanes));
+            done
+        })
+        .collect();
+    for (i, h) in done {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(h);
+        }
+    }
+    out
+}
+
+/// Writes `out` at `at` of `sink`, in at most `room` bytes (`u64::MAX`: the whole file). A new
+/// CCOB's `hash`, when it is known ([`hashes_ahead`]), is not computed again.
 pub(crate) fn produce(
     out: &Output,
     input: Input<'_>,
@@ -530,6 +632,7 @@ pub(crate) fn produce(
     at: u64,
     room: u64,
     limits: Limits,
+    hash: Option<u64>,
 ) -> Result<Produced, ProduceError> {
     let mut buf = vec![0u8; CHUNK];
     match out {
@@ -564,9 +667,9 @@ pub(crate) fn produce(
                 ..Produced::default()
             })
         }
-        Output::Ccob { inner, settings } => {
-            produce_ccob(inner, *settings, input, sink, at, room, limits, &mut buf)
-        }
+        Output::Ccob { inner, settings } => produce_ccob(
+            inner, *settings, input, sink, at, room, limits, hash, &mut buf,
+        ),
     }
 }
 
@@ -596,6 +699,7 @@ fn produce_ccob(
     at: u64,
     room: u64,
     limits: Limits,
+    known_hash: Option<u64>,
     buf: &mut [u8],
 ) -> Result<Produced, ProduceError> {
     let version = version_for(settings, inner.len());
@@ -611,7 +715,7 @@ fn produce_ccob(
             magic_at: None,
         };
         let mut enc = ccob::Encoder::new(placed, settings.method, level, inner.len())?;
-        let mut hasher = ccob::Hasher::default();
+        let mut hasher = known_hash.is_none().then(ccob::Hasher::default);
         let mut r = inner.reader(input, limits);
         let written = loop {
             let n = r.read_next(buf)?;
@@ -619,7 +723,9 @@ fn produce_ccob(
                 break enc.finish();
             }
             let piece = buf.get(..n).unwrap_or_default();
-            hasher.update(piece);
+            if let Some(h) = hasher.as_mut() {
+                h.update(piece);
+            }
             if let Err(e) = enc.write_all(piece) {
                 break Err(e);
             }
@@ -631,7 +737,10 @@ fn produce_ccob(
             }
             Err(e) => return Err(ProduceError::Io(e)),
         };
-        let hash = hasher.finish();
+        let hash = match hasher {
+            Some(h) => h.finish(),
+            None => known_hash.unwrap_or_default(),
+        };
         let head = ccob::header(version, settings.method, placed.pos, inner.len(), hash)?;
         sink.put_at(&head, at)?;
         produced.size = header_len + placed.pos;

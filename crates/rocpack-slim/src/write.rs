@@ -563,22 +563,29 @@ fn execute(
     progress: &Progress<'_>,
 ) -> Vec<(u64, u64)> {
     let whole = plan.whole;
-    let results = each_rewrite(&plan.rewrites, |r| {
-        let needed = !dry_run
-            || match &r.output {
-                Output::Table(_) => false,
-                Output::Ccob { .. } => true,
-                Output::Plain(inner) => matches!(inner.base, stream::Base::Ccob { .. }),
+    let outputs: Vec<&Output> = plan.rewrites.iter().map(|r| &r.output).collect();
+    let hashes = stream::hashes_ahead(&outputs, old, limits);
+    let indexed: Vec<(&Rewrite, Option<u64>)> = plan.rewrites.iter().zip(hashes).collect();
+    let results = stream::bounded_par(
+        &indexed,
+        |(r, _)| r.output.cost(),
+        |&(r, hash)| {
+            let needed = !dry_run
+                || match &r.output {
+                    Output::Table(_) => false,
+                    Output::Ccob { .. } => true,
+                    Output::Plain(inner) => matches!(inner.base, stream::Base::Ccob { .. }),
+                };
+            let room = if whole { u64::MAX } else { r.slot };
+            let result = if needed {
+                stream::produce(&r.output, old, sink, r.offset, room, limits, hash).map(Some)
+            } else {
+                Ok(None)
             };
-        let room = if whole { u64::MAX } else { r.slot };
-        let result = if needed {
-            stream::produce(&r.output, old, sink, r.offset, room, limits).map(Some)
-        } else {
-            Ok(None)
-        };
-        progress(Step::Written, r.old_size);
-        result
-    });
+            progress(Step::Written, r.old_size);
+            result
+        },
+    );
     let mut failed = Vec::new();
     let mut kept = Vec::with_capacity(plan.rewrites.len());
     for (mut r, result) in std::mem::take(&mut plan.rewrites).into_iter().zip(results) {

@@ -479,6 +479,65 @@ fn compressed_bundles_are_read_by_clang_offload_bundler() {
     }
 }
 
+/// A CCOB's header holds the MD5 of its bundle. When a file has many bundles rocpack hashes
+/// them several at a time (the lanes of one vectorised computation, `md5::digest_each`):
+/// clang-offload-bundler-19 -verbose recalculates the hash of every CCOB rocpack wrote and
+/// says whether it matches.
+#[test]
+fn the_hashes_of_bundles_compressed_together_are_what_clang_recalculates() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    // 12 bundles back to back, each at a 4096-byte boundary, as in a .hip_fatbin: enough for
+    // more than three in each thread's lanes.
+    let names = ["tu1.hipfb", "tu2.hipfb", "generic-v6.hipfb"];
+    let mut fat = Vec::new();
+    let mut offsets = Vec::new();
+    for i in 0..12 {
+        offsets.push(fat.len());
+        fat.extend(read(&fixtures_bin().join(names[i % names.len()])));
+        fat.resize(fat.len().next_multiple_of(4096), 0);
+    }
+    let input = dir.join("many.hipfb");
+    let output = dir.join("many.ccob");
+    std::fs::write(&input, &fat).unwrap();
+    rocpack_ok(&[
+        "compress",
+        "-q",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ]);
+    let new = read(&output);
+    for (i, &at) in offsets.iter().enumerate() {
+        let h = parse_ccob_header(&new[at..]).expect("a CCOB in place of each bundle");
+        let blob = dir.join(format!("{i}.ccob"));
+        std::fs::write(&blob, &new[at..at + h.total_size.unwrap() as usize]).unwrap();
+        let o = llvm("clang-offload-bundler-19")
+            .args([
+                "--unbundle",
+                "--type=o",
+                "--allow-missing-bundles",
+                "-verbose",
+            ])
+            .arg(format!("--input={}", blob.display()))
+            .arg("--targets=host-x86_64-unknown-linux--")
+            .arg(format!(
+                "--output={}",
+                dir.join(format!("{i}.host")).display()
+            ))
+            .output()
+            .unwrap();
+        let said =
+            String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "bundle {i}: {said}");
+        assert!(
+            said.contains(&format!("Stored hash: 0x{:x}", h.hash)),
+            "bundle {i}: {said}"
+        );
+        assert!(said.contains("Hashes match: Yes"), "bundle {i}: {said}");
+    }
+}
+
 #[test]
 fn ccob_fixtures_decompress_as_clang_does_and_compress_back() {
     let tmp = tempdir();
