@@ -261,11 +261,23 @@ pub fn apply(
             plan.new_len
         ))));
     }
-    check(Input::file(&[], tmp), input, plan, opts.limits, progress).map_err(|m| {
+    // The disk writes the new bytes while they are checked, so that the fsync below has little
+    // left to wait for. An error here fails the rewrite: a later fsync may not report it again.
+    let (early_sync, checked) = std::thread::scope(|s| {
+        let early = s.spawn(|| tmp.sync_data());
+        let checked = check(Input::file(&[], tmp), input, plan, opts.limits, progress);
+        (early.join(), checked)
+    });
+    checked.map_err(|m| {
         cleanup(err(format!(
             "the new file failed verification, so the original was left as it is: {m}"
         )))
     })?;
+    match early_sync {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(cleanup(err(format!("fsync failed: {e}")))),
+        Err(_) => return Err(cleanup(err("fsync failed: its thread panicked".into()))),
+    }
     fault("after-verify");
 
     notes.extend(
