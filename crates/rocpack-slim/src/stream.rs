@@ -520,17 +520,16 @@ impl Write for Placed<'_> {
             return Err(io::Error::new(io::ErrorKind::StorageFull, "no room"));
         }
         if self.magic_at.is_none() {
-            let mut joined = self.tail.to_vec();
-            joined.extend_from_slice(buf.get(..buf.len().min(3)).unwrap_or_default());
-            let found = joined
-                .windows(4)
-                .position(|w| w == ccob::MAGIC)
+            // Across the end of the last write, then in this one.
+            let head = buf.get(..buf.len().min(3)).unwrap_or_default();
+            let mut joined = [0u8; 6];
+            let (t, h) = joined.split_at_mut(3);
+            t.copy_from_slice(&self.tail);
+            h.iter_mut().zip(head).for_each(|(d, s)| *d = *s);
+            let joined = joined.get(..3 + head.len()).unwrap_or_default();
+            let found = memchr::memmem::find(joined, ccob::MAGIC)
                 .map(|p| self.pos + p as u64 - 3)
-                .or_else(|| {
-                    buf.windows(4)
-                        .position(|w| w == ccob::MAGIC)
-                        .map(|p| self.pos + p as u64)
-                });
+                .or_else(|| memchr::memmem::find(buf, ccob::MAGIC).map(|p| self.pos + p as u64));
             self.magic_at = found;
             let keep = buf.len().min(3);
             self.tail.rotate_left(keep);
@@ -915,4 +914,45 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first "CCOB" in what was written, wherever the writes split it.
+    #[test]
+    fn the_magic_is_found_across_writes_of_any_size() {
+        for at in [0usize, 1, 5, 62, 63, 64, 65, 127, 200] {
+            let mut data = vec![b'C'; 256]; // "CCC…" holds no "CCOB" until one is placed
+            data[at..at + 4].copy_from_slice(b"CCOB");
+            data[at + 100.min(251 - at)..][..4].copy_from_slice(b"CCOB"); // a second one
+            for piece in [1usize, 2, 3, 4, 5, 64, 256] {
+                let mut p = Placed {
+                    sink: &Discard,
+                    at: 0,
+                    pos: 0,
+                    room: u64::MAX,
+                    tail: [0; 3],
+                    magic_at: None,
+                };
+                for chunk in data.chunks(piece) {
+                    p.write_all(chunk).unwrap();
+                }
+                assert_eq!(p.magic_at, Some(at as u64), "at {at}, pieces of {piece}");
+            }
+        }
+        let mut p = Placed {
+            sink: &Discard,
+            at: 0,
+            pos: 0,
+            room: u64::MAX,
+            tail: [0; 3],
+            magic_at: None,
+        };
+        for chunk in b"CCO".iter().chain(b"bCCOx") {
+            p.write_all(std::slice::from_ref(chunk)).unwrap();
+        }
+        assert_eq!(p.magic_at, None);
+    }
 }
