@@ -390,7 +390,7 @@ pub fn plan(input: Input<'_>, op: Operation<'_>, limits: Limits) -> Result<FileP
             .map_or(0, |h| crate::stream::window_cost(h.uncompressed_size))
     };
     let results: Vec<Result<Option<Rewrite>, Skip>> =
-        crate::stream::bounded_par(&targets, cost, |c| {
+        crate::stream::bounded_par(&targets, cost, crate::stream::Others::Cheapest, |c| {
             let place = slot_of(c, containers, input)?;
             rewrite_one(input, c, place, op, limits)
         });

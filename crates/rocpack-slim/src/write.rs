@@ -559,7 +559,18 @@ pub fn no_progress(_: Step, _: u64) {}
 
 /// Runs `each` on every rewrite on all cores, within the memory budget of zstd windows.
 fn each_rewrite<T: Send>(rewrites: &[Rewrite], each: impl Fn(&Rewrite) -> T + Sync) -> Vec<T> {
-    stream::bounded_par(rewrites, |r| r.output.cost(), each)
+    stream::bounded_par(rewrites, |r| r.output.cost(), others(rewrites), each)
+}
+
+/// How [`stream::bounded_par`]'s other workers choose, for a file's rewrites: the costliest
+/// that fits when none decodes a bundle of the original (the windows are compressors', which
+/// the budget counts as they are, and the new CCOBs read back), else the cheapest.
+fn others(rewrites: &[Rewrite]) -> stream::Others {
+    if rewrites.iter().all(|r| r.output.only_compresses()) {
+        stream::Others::LargestFit
+    } else {
+        stream::Others::Cheapest
+    }
 }
 
 /// Writes every rewrite of `plan` into `sink` at its offset. Fills the sizes and hashes of new
@@ -581,6 +592,7 @@ fn execute(
     let results = stream::bounded_par(
         &indexed,
         |(r, _)| r.output.cost(),
+        others(&plan.rewrites),
         |&(r, hash)| {
             let needed = !dry_run
                 || match &r.output {
