@@ -53,6 +53,8 @@ impl Budget {
     /// until the permit is dropped), [`Pick::Wait`] to be asked again when bytes are given
     /// back, or [`Pick::Done`]. Lets a worker run a smaller job that fits instead of waiting
     /// for room for a large one. The same rule as [`Budget::acquire`] about other permits.
+    /// `pick` runs with the budget's lock held: it must not block, nor take or drop permits of
+    /// this budget; and answering `Wait` when nothing is held (`u64::MAX`) waits for ever.
     pub fn acquire_with<T>(&self, mut pick: impl FnMut(u64) -> Pick<T>) -> Option<(T, Permit<'_>)> {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         loop {

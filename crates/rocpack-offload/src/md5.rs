@@ -2,12 +2,13 @@
 //! streams at once ([`digest_each`]).
 //!
 //! MD5 cannot be split: each 64-byte block depends on the state the previous one left, and one
-//! block is 64 dependent steps, so a single stream runs at the latency of those steps (about
-//! 600 MB/s on this project's 2.6 GHz machine). Independent streams do not wait for each other:
-//! [`digest_each`] runs [`LANES`] of them as the lanes of one computation, which the compiler
-//! turns into SIMD instructions (two SSE2 registers per value on x86-64's baseline, no
-//! `unsafe` and no run-time CPU detection), about 1.7 GB/s in all on the same machine. A
-//! rewrite compresses many bundles and needs each one's hash: it hashes them in lanes.
+//! block is 64 dependent steps, so a single stream runs at the latency of those steps: about
+//! 0.7 GB/s on this project's 2.6 GHz machine, as fast as the `md-5` crate. Independent streams
+//! do not wait for each other: [`digest_each`] runs [`LANES`] of them as the lanes of one
+//! computation, which the compiler turns into SIMD instructions (two SSE2 registers per value
+//! on x86-64's baseline, no `unsafe` and no run-time CPU detection), about 1.4 GB/s per core in
+//! all. (`cargo run --release -p rocpack-offload --example md5_speed` measures both.) A rewrite
+//! compresses many bundles and needs each one's hash: it hashes them in lanes.
 
 use std::io;
 
@@ -116,7 +117,7 @@ const W: [usize; 64] = {
 /// [`compress_one_block`]).
 #[inline(always)]
 // Lane loops over fixed arrays are what vectorises. Every index is a loop counter below the
-// array's length, or `W[i] < 16`: the compiler sees it, and emits no bounds checks.
+// array's length, or `W[i] & 15`.
 #[allow(clippy::needless_range_loop, clippy::indexing_slicing)]
 fn compress<const N: usize>(state: &mut State<N>, m: &[[u32; N]; 16]) {
     let [mut a, mut b, mut c, mut d] = *state;
@@ -125,7 +126,7 @@ fn compress<const N: usize>(state: &mut State<N>, m: &[[u32; N]; 16]) {
         for l in 0..N {
             t[l] = a[l]
                 .wrapping_add(f(i / 16, b[l], c[l], d[l]))
-                .wrapping_add(K[i].wrapping_add(m[W[i]][l]));
+                .wrapping_add(K[i].wrapping_add(m[W[i] & 15][l]));
         }
         for l in 0..N {
             a[l] = d[l];
@@ -155,11 +156,11 @@ fn f(round: usize, b: u32, c: u32, d: u32) -> u32 {
 
 /// One step: `a = b + ((a + f(b, c, d) + K[I] + m[W[I]]) <<< S[I])`.
 #[inline(always)]
-#[allow(clippy::indexing_slicing)] // `I < 64`, checked when compiled; `W[I] < 16`
+#[allow(clippy::indexing_slicing)] // `I < 64`, checked when compiled; `W[I] & 15`
 fn step<const I: usize>(a: &mut u32, b: u32, c: u32, d: u32, m: &[u32; 16]) {
     // `a + K + m` does not wait for the step before: only `f` does.
     let t = a
-        .wrapping_add(K[I].wrapping_add(m[W[I]]))
+        .wrapping_add(K[I].wrapping_add(m[W[I] & 15]))
         .wrapping_add(f(I / 16, b, c, d));
     *a = b.wrapping_add(t.rotate_left(S[I]));
 }
@@ -203,6 +204,7 @@ fn compress_one(state: &mut [u32; 4], blocks: &[u8]) {
 
 /// Ends a stream of `len` bytes whose last `tail` (fewer than 64) are not yet hashed.
 fn finish(mut state: [u32; 4], tail: &[u8], len: u64) -> [u8; 16] {
+    debug_assert!(tail.len() < 64, "a whole block left unhashed");
     // The tail, 0x80, zeros, and the length in bits in the last 8 bytes of one or two blocks.
     let mut last = [0u8; 128];
     let tail = tail.get(..tail.len().min(63)).unwrap_or_default();
@@ -224,7 +226,7 @@ fn finish(mut state: [u32; 4], tail: &[u8], len: u64) -> [u8; 16] {
 }
 
 /// MD5 of one stream, fed in pieces of any size.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Md5 {
     state: [u32; 4],
     pending: [u8; 64],
@@ -365,7 +367,7 @@ pub fn digest_each<F>(sources: impl IntoIterator<Item = F>) -> io::Result<Vec<[u
 where
     F: FnMut(&mut [u8]) -> io::Result<usize>,
 {
-    let mut queue = sources.into_iter().enumerate();
+    let mut queue = sources.into_iter().fuse().enumerate();
     let mut digests: Vec<(usize, [u8; 16])> = Vec::new();
     let mut lanes: [Option<Lane<F>>; LANES] = std::array::from_fn(|_| None);
     let zero = [0u8; 64];

@@ -38,10 +38,11 @@ static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(WINDOW_BUDGET
 /// How the workers of [`bounded_par`] other than the first choose their next item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Others {
-    /// The cheapest left: beside the first worker's large items they run small ones, and no
-    /// two large items run at once. For items that decode: a decoder's window leaves the
+    /// The cheapest left: beside the first worker's large items they run small ones, and two
+    /// large ones meet only at the end. For items that decode: a decoder's window leaves the
     /// allocator's heap larger after it, which the budget does not see (decompressing
-    /// librocsparse peaked at 262 MB with `LargestFit`, 212 MB with this).
+    /// librocsparse: 255,632–257,468 KiB of maximum RSS with `LargestFit`, 198,280–229,640 KiB
+    /// with this, five runs each in `bench/results/slim-order-2026-11-26.txt`).
     Cheapest,
     /// The costliest that fits: each worker's items shrink, so each window fits where the last
     /// one was freed (compressing librocsparse took about 0.2 s less than with `Cheapest`).
@@ -49,10 +50,34 @@ pub(crate) enum Others {
     LargestFit,
 }
 
+/// The next of the `pending` items (costliest first: `(cost, index)`) a worker takes, with
+/// `room` bytes free: the first worker the costliest, the others as `others` says.
+fn next_item(
+    pending: &mut std::collections::VecDeque<(u64, usize)>,
+    first: bool,
+    others: Others,
+    room: u64,
+) -> rocpack_bytes::Pick<usize> {
+    use rocpack_bytes::Pick;
+    if pending.is_empty() {
+        return Pick::Done;
+    }
+    let fits = |item: Option<&(u64, usize)>| item.is_some_and(|&(c, _)| c <= room);
+    let at = match (first, others) {
+        (true, _) => Some(0).filter(|_| fits(pending.front())),
+        (false, Others::Cheapest) => Some(pending.len() - 1).filter(|_| fits(pending.back())),
+        (false, Others::LargestFit) => pending.iter().position(|&(c, _)| c <= room),
+    };
+    match at.and_then(|k| pending.remove(k)) {
+        Some((c, i)) => Pick::Took(c, i),
+        None => Pick::Wait,
+    }
+}
+
 /// Runs `each` on every item on all cores, never letting the items in flight together (in
 /// this call and every other) cost more than [`WINDOW_BUDGET`]; an item that costs more runs
-/// alone. The first worker takes the items from the costliest down, so that none is left to run
-/// alone at the end; the others as `others` says, so that they have work that fits beside it
+/// alone. The first worker takes the items from the costliest down, so that the large ones are
+/// not left for the end; the others as `others` says, so that they have work that fits beside it
 /// (while a 288 MB bundle holds 144 of the 160 MiB, the other core works through the small
 /// ones). `each` must not wait for other work. Results are in the items' order.
 pub(crate) fn bounded_par<T: Sync, U: Send>(
@@ -61,7 +86,6 @@ pub(crate) fn bounded_par<T: Sync, U: Send>(
     others: Others,
     each: impl Fn(&T) -> U + Sync,
 ) -> Vec<U> {
-    use rocpack_bytes::Pick;
     let mut order: Vec<(u64, usize)> = items.iter().map(&cost).zip(0..).collect();
     order.sort_by_key(|&(c, i)| (std::cmp::Reverse(c), i));
     let pending = Mutex::new(std::collections::VecDeque::from(order));
@@ -71,19 +95,7 @@ pub(crate) fn bounded_par<T: Sync, U: Send>(
             let mut pending = pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if pending.is_empty() {
-                return Pick::Done;
-            }
-            let at = match (first, others) {
-                (true, _) => Some(0).filter(|_| pending.front().is_some_and(|&(c, _)| c <= room)),
-                (false, Others::Cheapest) => Some(pending.len() - 1)
-                    .filter(|_| pending.back().is_some_and(|&(c, _)| c <= room)),
-                (false, Others::LargestFit) => pending.iter().position(|&(c, _)| c <= room),
-            };
-            match at.and_then(|k| pending.remove(k)) {
-                Some((c, i)) => Pick::Took(c, i),
-                None => Pick::Wait,
-            }
+            next_item(&mut pending, first, others, room)
         };
         // Never held across the wait for another item: `each` must not wait for other work.
         while let Some((i, _held)) = WINDOWS.acquire_with(take) {
@@ -585,6 +597,11 @@ impl Write for Placed<'_> {
 /// all lanes of all threads, and more than 8 MiB) is hashed alone, beside the lanes, so that its compression does
 /// not also wait for its hash. `None`: hashed while compressed, as is every bundle of a thread
 /// whose reading failed (the compression then reports the error).
+///
+/// The hash is read in one pass and the bytes compressed in another, and the check reads them a
+/// third time: if the original changed between the first two reads and not after, the hash
+/// would not be the compressed bundle's. As against every other change to the original during a
+/// rewrite, the guard is its size, modification time and inode, compared before the rename.
 pub(crate) fn hashes_ahead(
     outputs: &[&Output],
     input: Input<'_>,
@@ -603,11 +620,12 @@ pub(crate) fn hashes_ahead(
         })
         .collect();
     let mut out = vec![None; outputs.len()];
-    if cheap.len() < 4 {
-        return out; // lanes would run no faster than one stream
+    // Lanes run no faster than one stream until four are busy: at least four bundles a thread.
+    let threads = rayon::current_num_threads().min(cheap.len() / 4);
+    if threads == 0 {
+        return out;
     }
     cheap.sort_by_key(|&(len, i)| (std::cmp::Reverse(len), i));
-    let threads = rayon::current_num_threads().max(1);
     // A bundle of a few MiB delays the others by milliseconds at most, wherever it is hashed.
     let share = (cheap.iter().map(|c| c.0).sum::<u64>() / (threads as u64 * lanes)).max(8 << 20);
     // Each thread's bundles hashed alone and in lanes, with its time in lane-bytes (a stream
@@ -625,12 +643,15 @@ pub(crate) fn hashes_ahead(
         }
     }
     let hash = |members: &[usize]| -> Vec<(usize, u64)> {
-        let sources = members.iter().filter_map(|&i| {
-            let mut r = outputs.get(i)?.inner()?.reader(input, limits);
-            Some(move |buf: &mut [u8]| r.read_next(buf))
-        });
+        let (indices, sources): (Vec<usize>, Vec<_>) = members
+            .iter()
+            .filter_map(|&i| {
+                let mut r = outputs.get(i)?.inner()?.reader(input, limits);
+                Some((i, move |buf: &mut [u8]| r.read_next(buf)))
+            })
+            .unzip();
         let hashes = ccob::hash_each(sources).unwrap_or_default();
-        members.iter().copied().zip(hashes).collect()
+        indices.into_iter().zip(hashes).collect()
     };
     let done: Vec<(usize, u64)> = work
         .par_iter()
@@ -856,7 +877,8 @@ pub(crate) fn check(
                     h.total_size, intent.size
                 ));
             }
-            // The hash was computed once, over the intended bundle, while it was compressed.
+            // The hash the writer computed over the intended bundle (`hashes_ahead`, or while
+            // compressing): not recomputed here from the bytes read back.
             if Some(h.hash) != intent.hash {
                 return Err("new CCOB's hash field is not the MD5 of the intended bundle".into());
             }
@@ -976,6 +998,34 @@ mod tests {
             assert_eq!(out, costs, "{others:?}");
             assert_eq!(most.load(Ordering::SeqCst), 200 * MIB, "{others:?}");
         }
+    }
+
+    #[test]
+    fn each_worker_takes_its_end_of_the_queue() {
+        use rocpack_bytes::Pick;
+        let queue = || std::collections::VecDeque::from([(144, 0), (92, 1), (15, 2), (3, 3)]);
+        let took = |first, others, room| match next_item(&mut queue(), first, others, room) {
+            Pick::Took(c, i) => Some((c, i)),
+            Pick::Wait => None,
+            Pick::Done => Some((0, usize::MAX)),
+        };
+        for others in [Others::Cheapest, Others::LargestFit] {
+            assert_eq!(took(true, others, u64::MAX), Some((144, 0)));
+            assert_eq!(
+                took(true, others, 100),
+                None,
+                "the first waits for the costliest"
+            );
+            assert_eq!(took(false, others, 2), None);
+        }
+        assert_eq!(took(false, Others::Cheapest, 100), Some((3, 3)));
+        assert_eq!(took(false, Others::LargestFit, 100), Some((92, 1)));
+        assert_eq!(took(false, Others::LargestFit, 16), Some((15, 2)));
+        let mut empty = std::collections::VecDeque::new();
+        assert!(matches!(
+            next_item(&mut empty, false, Others::Cheapest, 1),
+            Pick::Done
+        ));
     }
 
     /// The first "CCOB" in what was written, wherever the writes split it.

@@ -263,6 +263,8 @@ pub fn apply(
     }
     // The disk writes the new bytes while they are checked, so that the fsync below has little
     // left to wait for. An error here fails the rewrite: a later fsync may not report it again.
+    // (A failed check still waits for the sync of a file about to be discarded: rare, and
+    // harmless.)
     let (early_sync, checked) = std::thread::scope(|s| {
         let early = s.spawn(|| tmp.sync_data());
         let checked = check(Input::file(&[], tmp), input, plan, opts.limits, progress);
@@ -587,7 +589,11 @@ fn execute(
 ) -> Vec<(u64, u64)> {
     let whole = plan.whole;
     let outputs: Vec<&Output> = plan.rewrites.iter().map(|r| &r.output).collect();
-    let hashes = stream::hashes_ahead(&outputs, old, limits);
+    let hashes = if dry_run {
+        vec![None; outputs.len()] // sizes only: nothing to read twice for
+    } else {
+        stream::hashes_ahead(&outputs, old, limits)
+    };
     let indexed: Vec<(&Rewrite, Option<u64>)> = plan.rewrites.iter().zip(hashes).collect();
     let results = stream::bounded_par(
         &indexed,
