@@ -22,7 +22,9 @@
 #   deb       rocpack scan -q librocsparse1's .deb, read in place (bench/packages.sh; not --quick)
 #   kernels   rocpack show --kernels [--json] librocsparse.so.1.0 (target: < 64 MB RSS, < 1.5 s)
 #   strip     rocpack strip --keep gfx90a -o OUT librocsparse.so.1.0 (target: <= 256 MB RSS)
-#   compress  rocpack compress -o OUT librocsparse.so.1.0 (target: <= 256 MB RSS)
+#   compress  rocpack compress -o OUT librocsparse.so.1.0 (target: <= 256 MB RSS); without
+#             --quick also against clang-offload-bundler-19 -compress on the same bundles, two
+#             at a time (bench/bundler.py; target: >= 1.5x faster, output no larger)
 #   decompress rocpack decompress -o OUT COMPRESSED (target: <= 256 MB RSS)
 #   plan      rocpack plan --gpu gfx1100,gfx90a --release 6.4 --all --format json (issue 13: < 100 ms)
 #   verify    rocpack verify --checks linkage /usr/lib/x86_64-linux-gnu (not --quick)
@@ -36,8 +38,8 @@
 # Raw output (every run's medians, min, max) goes to bench/results/run-<date>[-quick][-only-NAMES].txt.
 #
 # ROCPACK_BENCH_CACHE: the cache of baseline builds and the scratch directory for the copies
-# strip/compress/decompress write (about 3.5 GB at most), default ~/.cache/rocpack-bench; it
-# should be on the corpus's filesystem.
+# strip/compress/decompress write (about 3.5 GB at most; 5 GB with the bundler's bundles),
+# default ~/.cache/rocpack-bench; it should be on the corpus's filesystem.
 set -euo pipefail
 bench_name=bench/run.sh
 . "$(dirname "$0")/lib.sh"
@@ -236,7 +238,9 @@ slim_row() {
   row "$label" "target (largest run)" "" "$(mib "$m") (anon $(mib "$a"))" "" "≤ 256 MB RSS" "$(met "$m <= 262144")"
 }
 if want strip || want compress || want decompress; then
-  need=$(( 4 * 1024 * 1024 * 1024 ))
+  # The copies, and without --quick the bundler's bundles and entries (bench/bundler.py).
+  gib=5; $quick && gib=4
+  need=$(( gib * 1024 * 1024 * 1024 ))
   avail=$(df -B1 --output=avail "$scratch" | tail -n 1)
   if [ "$avail" -lt "$need" ]; then
     echo "## strip/compress/decompress: SKIPPED, $scratch has $avail bytes free, needs $need"; status=2
@@ -247,24 +251,47 @@ if want strip || want compress || want decompress; then
          "base=$base strip -q --keep gfx90a -o $out $lib" "new=$new strip -q --keep gfx90a -o $out $lib"; then
       slim_row "strip --keep gfx90a" "$work/strip.json"
     fi
+    comp=$scratch/compressed.so
     if want compress && paired compress "$r_slow" --warmup 0 --sample-rss --prepare "rm -f $out; sync" -- \
          "base=$base compress -q -o $out $lib" "new=$new compress -q -o $out $lib"; then
       slim_row compress "$work/compress.json"
-      row compress "wall vs clang-offload-bundler-19 -compress ×2" "" "" "" "≥1.5× faster, output no larger" "not measured here: bench/slim.sh"
+      if $quick; then
+        row compress "wall vs clang-offload-bundler-19 -compress ×2" "" "" "" "≥1.5× faster, output no larger" "not measured with --quick"
+      elif ! command -v clang-offload-bundler-19 >/dev/null; then
+        row compress "wall vs clang-offload-bundler-19 -compress ×2" "" "" "" "≥1.5× faster, output no larger" "not measured: no clang-offload-bundler-19 (apt-get install clang-tools-19)"
+        status=2
+      else
+        # The bundler on the same bundles, two processes at a time (bench/bundler.py: untimed
+        # checks that both compress the same bytes, then timed), against the current median.
+        rm -f "$out"
+        "$new" compress -q -o "$comp" "$lib"
+        "$new" show --json "$lib" > "$work/orig.show.json"
+        "$new" show --json "$comp" > "$work/comp.show.json"
+        echo "## clang-offload-bundler-19 -compress (bench/bundler.py)"
+        if python3 bench/bundler.py "$lib" "$comp" "$work/orig.show.json" "$work/comp.show.json" \
+             "$scratch/bundles" "$work/bundler.json"; then
+          read -r par bl rp < <(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(d["par2_wall"], d["bundler_after"], d["rocpack_after"])' "$work/bundler.json")
+          n=$(get "$work/compress.json" new wall)
+          row compress "wall vs clang-offload-bundler-19 -compress ×2" "$(secs "$par") (bundler)" "$(secs "$n")" \
+            "$(calc "$par / $n")×" "≥1.5× faster, output no larger" \
+            "$(met "$par / $n >= 1.5 && $rp <= $bl") (bytes $rp vs $bl)"
+        else
+          echo "  FAILED (see above)"; status=2
+        fi
+      fi
     fi
     if want decompress; then
-      comp=$scratch/compressed.so
       rm -f "$out"
       # The input: compressed once, untimed, by the current build (the baseline's if that fails).
-      "$new" compress -q -o "$comp" "$lib" || "$base" compress -q -o "$comp" "$lib"
+      [ -s "$comp" ] || "$new" compress -q -o "$comp" "$lib" || "$base" compress -q -o "$comp" "$lib"
       bench_warm "$comp"
       if paired decompress "$r_slow" --warmup 0 --sample-rss --prepare "rm -f $out; sync" -- \
            "base=$base decompress -q -o $out $comp" "new=$new decompress -q -o $out $comp"; then
         slim_row decompress "$work/decompress.json"
       fi
-      rm -f "$comp"
     fi
-    rm -f "$out"
+    rm -rf "$out" "$comp" "$scratch/bundles"
   fi
 fi
 
