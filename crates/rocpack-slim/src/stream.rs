@@ -51,16 +51,22 @@ pub(crate) enum Others {
 }
 
 /// The next of the `pending` items (costliest first: `(cost, index)`) a worker takes, with
-/// `room` bytes free: the first worker the costliest, the others as `others` says.
+/// `room` bytes free of a budget of `limit`: the first worker the costliest, the others as
+/// `others` says, but nothing while the costliest is over the whole budget (it runs alone, when
+/// nothing else is held: the others would keep it waiting to the end).
 fn next_item(
     pending: &mut std::collections::VecDeque<(u64, usize)>,
     first: bool,
     others: Others,
     room: u64,
+    limit: u64,
 ) -> rocpack_bytes::Pick<usize> {
     use rocpack_bytes::Pick;
     if pending.is_empty() {
         return Pick::Done;
+    }
+    if !first && pending.front().is_some_and(|&(c, _)| c > limit) {
+        return Pick::Wait;
     }
     let fits = |item: Option<&(u64, usize)>| item.is_some_and(|&(c, _)| c <= room);
     let at = match (first, others) {
@@ -76,8 +82,8 @@ fn next_item(
 
 /// Runs `each` on every item on all cores, never letting the items in flight together (in
 /// this call and every other) cost more than [`WINDOW_BUDGET`]; an item that costs more runs
-/// alone. The first worker takes the items from the costliest down, so that the large ones are
-/// not left for the end; the others as `others` says, so that they have work that fits beside it
+/// alone. The first worker takes the items from the costliest down, so that none is left to run
+/// alone at the end; the others as `others` says, so that they have work that fits beside it
 /// (while a 288 MB bundle holds 144 of the 160 MiB, the other core works through the small
 /// ones). `each` must not wait for other work. Results are in the items' order.
 pub(crate) fn bounded_par<T: Sync, U: Send>(
@@ -95,7 +101,7 @@ pub(crate) fn bounded_par<T: Sync, U: Send>(
             let mut pending = pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            next_item(&mut pending, first, others, room)
+            next_item(&mut pending, first, others, room, WINDOWS.limit())
         };
         // Never held across the wait for another item: `each` must not wait for other work.
         while let Some((i, _held)) = WINDOWS.acquire_with(take) {
@@ -1004,7 +1010,7 @@ mod tests {
     fn each_worker_takes_its_end_of_the_queue() {
         use rocpack_bytes::Pick;
         let queue = || std::collections::VecDeque::from([(144, 0), (92, 1), (15, 2), (3, 3)]);
-        let took = |first, others, room| match next_item(&mut queue(), first, others, room) {
+        let took = |first, others, room| match next_item(&mut queue(), first, others, room, 160) {
             Pick::Took(c, i) => Some((c, i)),
             Pick::Wait => None,
             Pick::Done => Some((0, usize::MAX)),
@@ -1023,8 +1029,26 @@ mod tests {
         assert_eq!(took(false, Others::LargestFit, 16), Some((15, 2)));
         let mut empty = std::collections::VecDeque::new();
         assert!(matches!(
-            next_item(&mut empty, false, Others::Cheapest, 1),
+            next_item(&mut empty, false, Others::Cheapest, 1, 160),
             Pick::Done
+        ));
+        // Over the whole budget: the others leave room for it to run alone, first.
+        let mut over = std::collections::VecDeque::from([(200, 0), (3, 1)]);
+        for others in [Others::Cheapest, Others::LargestFit] {
+            for room in [u64::MAX, 100] {
+                assert!(matches!(
+                    next_item(&mut over, false, others, room, 160),
+                    Pick::Wait
+                ));
+            }
+        }
+        assert!(matches!(
+            next_item(&mut over, true, Others::Cheapest, u64::MAX, 160),
+            Pick::Took(200, 0)
+        ));
+        assert!(matches!(
+            next_item(&mut over, false, Others::Cheapest, 0, 160),
+            Pick::Wait
         ));
     }
 
