@@ -66,6 +66,24 @@ fn ccob_hash_mismatch_is_a_warning_not_an_error() {
     assert_eq!(device_targets(&i).len(), 2);
     // Without full decompression the hash is not checked (clang does not check it at all).
     assert!(inspect(&data, &Options::default()).diagnostics.is_empty());
+    // Nor when a reading asks not to (`show --kernels`'s second reading of a file).
+    let unchecked = inspect(
+        &data,
+        &Options {
+            check_hashes: false,
+            ..full
+        },
+    );
+    assert!(unchecked.diagnostics.is_empty());
+    assert_eq!(device_targets(&unchecked).len(), 2);
+    let hash_ok = |i: &rocpack_offload::Inspection| {
+        i.containers.iter().find_map(|c| match c.kind {
+            rocpack_offload::ContainerKind::Ccob { hash_ok, .. } => Some(hash_ok),
+            _ => None,
+        })
+    };
+    assert_eq!(hash_ok(&i), Some(Some(false)));
+    assert_eq!(hash_ok(&unchecked), Some(None));
 }
 
 #[test]

@@ -39,6 +39,9 @@ pub struct ScanOptions {
     pub metadata: bool,
     /// Fully decompress compressed bundles (hash check; needed to extract).
     pub decompress: bool,
+    /// Check the hash of each fully decompressed bundle
+    /// ([`rocpack_offload::Options::check_hashes`]).
+    pub check_hashes: bool,
     /// Ceiling for one decompressed bundle.
     pub max_decompressed: u64,
     /// Report files that hold no GPU code too (otherwise only files with containers).
@@ -67,6 +70,7 @@ impl Default for ScanOptions {
         ScanOptions {
             metadata: false,
             decompress: false,
+            check_hashes: true,
             max_decompressed: rocpack_offload::DEFAULT_MAX_DECOMPRESSED,
             include_empty: false,
             include_data_files: false,
@@ -257,6 +261,7 @@ fn inspect_opened(
     let o = Options {
         metadata: opts.metadata,
         decompress: opts.decompress,
+        check_hashes: opts.check_hashes,
         max_decompressed: opts.max_decompressed,
         thin_loader: Some(&loader),
         file: None,

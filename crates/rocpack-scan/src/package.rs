@@ -548,6 +548,7 @@ fn inspect_options(opts: &ScanOptions) -> Options<'static> {
     Options {
         metadata: opts.metadata,
         decompress: opts.decompress,
+        check_hashes: opts.check_hashes,
         max_decompressed: opts.max_decompressed,
         thin_loader: None,
         file: None,

@@ -298,6 +298,7 @@ pub fn plan(input: Input<'_>, op: Operation<'_>, limits: Limits) -> Result<FileP
     let opts = Options {
         metadata: false,
         decompress: false,
+        check_hashes: true,
         max_decompressed: limits.max_decompressed,
         thin_loader: None,
         file: input.open_file().map(|f| f as &dyn rocpack_offload::ReadAt),

@@ -99,6 +99,35 @@ fn list_verify_checks_ccob_hashes() {
     assert_eq!(stdout(&o).lines().count(), 1 + 2 + 4 + 3);
 }
 
+/// `show --kernels` reads a file twice and checks the CCOB hashes on the first reading only:
+/// a wrong hash is reported once, as in plain `show`.
+#[test]
+fn show_kernels_reports_a_wrong_ccob_hash_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut data = std::fs::read(fixtures().join("ccob-v2-zstd.hipfb")).expect("fixture");
+    data[16] ^= 0xff;
+    let path = dir.path().join("bad-hash.hipfb");
+    std::fs::write(&path, &data).expect("write");
+    for args in [
+        &["show", "--json"][..],
+        &["show", "--kernels", "--json"][..],
+    ] {
+        let mut args = args.to_vec();
+        args.push(path.to_str().expect("utf-8"));
+        let o = rocpack(&args);
+        let v: serde_json::Value =
+            serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
+        assert_eq!(v["containers"][0]["hash_ok"], false, "{args:?}");
+        let mismatches = v["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .filter(|d| d["code"] == "ccob-hash-mismatch")
+            .count();
+        assert_eq!(mismatches, 1, "{args:?}: {v}");
+    }
+}
+
 #[test]
 fn show_text() {
     let o = rocpack(&[

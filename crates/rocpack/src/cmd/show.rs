@@ -127,7 +127,12 @@ fn show_file(
                 write_error = Some(e);
             }
         };
-        again = Some(inspect_file(&r.path, opts, Some(&mut sink)));
+        // The first reading checked the CCOBs' hashes.
+        let again_opts = ScanOptions {
+            check_hashes: false,
+            ..opts.clone()
+        };
+        again = Some(inspect_file(&r.path, &again_opts, Some(&mut sink)));
         if let Some(e) = write_error {
             return Err(e);
         }
