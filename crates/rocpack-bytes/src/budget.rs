@@ -37,15 +37,19 @@ impl Budget {
     /// until the permit is dropped (also on an error or a panic). The caller must not hold
     /// another permit of the same budget while it waits, or the wait may never end.
     pub fn acquire(&self, n: u64) -> Permit<'_> {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        while *used > 0 && used.saturating_add(n) > self.limit {
-            used = self
-                .freed
-                .wait(used)
-                .unwrap_or_else(PoisonError::into_inner);
+        let limit = self.limit;
+        let took = self.wait_for(|used| {
+            if used == 0 || used.saturating_add(n) <= limit {
+                Pick::Took(n, ())
+            } else {
+                Pick::Wait
+            }
+        });
+        match took {
+            Some(((), permit)) => permit,
+            // Never: the chooser above does not answer `Done`.
+            None => Permit { budget: self, n: 0 },
         }
-        *used = used.saturating_add(n);
-        Permit { budget: self, n }
     }
 
     /// Takes whatever `pick` chooses to fit: `pick` is called with the bytes free (`u64::MAX`
@@ -56,14 +60,22 @@ impl Budget {
     /// `pick` runs with the budget's lock held: it must not block, nor take or drop permits of
     /// this budget; and answering `Wait` when nothing is held (`u64::MAX`) waits for ever.
     pub fn acquire_with<T>(&self, mut pick: impl FnMut(u64) -> Pick<T>) -> Option<(T, Permit<'_>)> {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            let room = if *used == 0 {
+        let limit = self.limit;
+        self.wait_for(|used| {
+            pick(if used == 0 {
                 u64::MAX
             } else {
-                self.limit.saturating_sub(*used)
-            };
-            match pick(room) {
+                limit.saturating_sub(used)
+            })
+        })
+    }
+
+    /// The one wait of both: asks `pick` with the bytes held, waiting for bytes to be given
+    /// back while it answers `Wait`.
+    fn wait_for<T>(&self, mut pick: impl FnMut(u64) -> Pick<T>) -> Option<(T, Permit<'_>)> {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match pick(*used) {
                 Pick::Took(n, t) => {
                     *used = used.saturating_add(n);
                     return Some((t, Permit { budget: self, n }));

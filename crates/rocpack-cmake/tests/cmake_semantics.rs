@@ -9,7 +9,7 @@
 
 #[path = "../../../tests/support/cmake_script.rs"]
 mod cmake_script;
-use cmake_script::run_cmake_script;
+use cmake_script::{run_cmake, run_cmake_script};
 
 use std::path::Path;
 
@@ -292,22 +292,14 @@ fn project_defines_what_cmake_defines() {
             ));
         }
         std::fs::write(src.join("CMakeLists.txt"), &text).unwrap();
-        let mut cmd = std::process::Command::new("cmake");
-        cmd.arg("-S")
-            .arg(&src)
-            .arg("-B")
-            .arg(dir.path().join("build"));
-        for (k, v) in defines {
-            cmd.arg(format!("-D{k}={v}"));
-        }
-        let out = cmd
-            .output()
-            .expect("cmake (scripts/install-deps.sh installs it)");
-        assert!(
-            out.status.success(),
-            "cmake failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "-S".into(),
+            src.clone().into(),
+            "-B".into(),
+            dir.path().join("build").into(),
+        ];
+        args.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}").into()));
+        run_cmake(args);
         let cache: Vec<(String, String)> = defines
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

@@ -339,19 +339,21 @@ impl<F: FnMut(&mut [u8]) -> io::Result<usize>> Lane<F> {
         self.buf.get(self.start..self.end).unwrap_or_default()
     }
 
-    /// Hashes what is left alone, then ends.
+    /// Hashes what is left alone, as an [`Md5`] from where the lane left it.
     fn finish_alone(mut self) -> io::Result<[u8; 16]> {
-        loop {
-            let whole = self.blocks() * 64;
-            let mut state = self.state;
-            compress_one(&mut state, self.unhashed().get(..whole).unwrap_or_default());
-            self.state = state;
-            self.start += whole;
-            if self.ended {
-                return Ok(finish(self.state, self.unhashed(), self.len));
-            }
-            self.fill()?;
+        let unhashed = self.end - self.start;
+        let mut md5 = Md5 {
+            state: self.state,
+            len: self.len - unhashed as u64,
+            ..Md5::default()
+        };
+        md5.update(self.unhashed());
+        while !self.ended {
+            let n = (self.source)(&mut self.buf)?.min(self.buf.len());
+            md5.update(self.buf.get(..n).unwrap_or_default());
+            self.ended = n == 0;
         }
+        Ok(md5.finalize())
     }
 }
 

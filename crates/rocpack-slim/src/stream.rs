@@ -758,6 +758,8 @@ fn produce_ccob(
     let version = version_for(settings, inner.len());
     let header_len = ccob::header_len(version);
     let mut produced = Produced::default();
+    // Hashed once: a second attempt at the next level compresses the same bytes.
+    let mut known_hash = known_hash;
     for (attempt, level) in (settings.level()..).take(3).enumerate() {
         let placed = Placed {
             sink,
@@ -794,6 +796,7 @@ fn produce_ccob(
             Some(h) => h.finish(),
             None => known_hash.unwrap_or_default(),
         };
+        known_hash = Some(hash);
         let head = ccob::header(version, settings.method, placed.pos, inner.len(), hash)?;
         sink.put_at(&head, at)?;
         produced.size = header_len + placed.pos;
@@ -1052,6 +1055,17 @@ mod tests {
         ));
     }
 
+    fn placed() -> Placed<'static> {
+        Placed {
+            sink: &Discard,
+            at: 0,
+            pos: 0,
+            room: u64::MAX,
+            tail: [0; 3],
+            magic_at: None,
+        }
+    }
+
     /// The first "CCOB" in what was written, wherever the writes split it.
     #[test]
     fn the_magic_is_found_across_writes_of_any_size() {
@@ -1060,28 +1074,14 @@ mod tests {
             data[at..at + 4].copy_from_slice(b"CCOB");
             data[at + 100.min(251 - at)..][..4].copy_from_slice(b"CCOB"); // a second one
             for piece in [1usize, 2, 3, 4, 5, 64, 256] {
-                let mut p = Placed {
-                    sink: &Discard,
-                    at: 0,
-                    pos: 0,
-                    room: u64::MAX,
-                    tail: [0; 3],
-                    magic_at: None,
-                };
+                let mut p = placed();
                 for chunk in data.chunks(piece) {
                     p.write_all(chunk).unwrap();
                 }
                 assert_eq!(p.magic_at, Some(at as u64), "at {at}, pieces of {piece}");
             }
         }
-        let mut p = Placed {
-            sink: &Discard,
-            at: 0,
-            pos: 0,
-            room: u64::MAX,
-            tail: [0; 3],
-            magic_at: None,
-        };
+        let mut p = placed();
         for chunk in b"CCO".iter().chain(b"bCCOx") {
             p.write_all(std::slice::from_ref(chunk)).unwrap();
         }
