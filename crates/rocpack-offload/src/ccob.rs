@@ -168,15 +168,16 @@ pub fn v1_payload_len(header: &CcobHeader, data: &[u8], ceiling: u64) -> Option<
 }
 
 /// Checks the declared uncompressed size against the size a zstd frame header records (when
-/// the writer put it there, as clang does), without decoding anything.
+/// the writer put it there, as clang does), without decoding anything. `payload_head` is the
+/// start of the payload: the frame header (at most 18 bytes) is all that is read.
 ///
 /// # Errors
 /// [`FormatError`] when the two differ.
-pub fn check_frame_size(header: &CcobHeader, data: &[u8]) -> Result<(), FormatError> {
+pub fn check_frame_size(header: &CcobHeader, payload_head: &[u8]) -> Result<(), FormatError> {
     if header.method != Method::Zstd {
         return Ok(());
     }
-    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(header.payload(data)) {
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(payload_head) {
         if size != header.uncompressed_size {
             return Err(FormatError::new(
                 Kind::Ccob,

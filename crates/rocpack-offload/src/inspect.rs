@@ -392,6 +392,130 @@ pub(crate) struct Walker<'o, 's> {
     heads_read: std::cell::RefCell<HashMap<u64, Vec<u8>>>,
 }
 
+/// Decodes the start of a compressed bundle, 16 KiB at a time through `read`, until its whole
+/// table is in hand (at most `limit` bytes). Returns the bytes decoded (the table, and what
+/// follows it in the last chunk) and the table's length.
+fn read_bundle_table(
+    limit: u64,
+    mut read: impl FnMut(&mut [u8]) -> Result<usize, FormatError>,
+) -> Result<(Vec<u8>, u64), FormatError> {
+    let mut prefix = Vec::new();
+    let mut scan = bundle::HeaderScan::default();
+    loop {
+        if let Some(n) = scan.advance(&prefix)? {
+            return Ok((prefix, n));
+        }
+        if prefix.len() as u64 >= limit {
+            return Err(FormatError::new(
+                Kind::Ccob,
+                0,
+                format!("no complete bundle header in the first {limit} decompressed bytes"),
+            ));
+        }
+        let have = prefix.len();
+        prefix.resize(have + (16 << 10), 0);
+        let n = read(prefix.get_mut(have..).unwrap_or_default())?;
+        prefix.truncate(have + n);
+        if n == 0 {
+            return Err(FormatError::new(
+                Kind::Ccob,
+                0,
+                format!("compressed data ends after {have} bytes, inside the bundle header"),
+            ));
+        }
+    }
+}
+
+/// The decoder of a CCOB's payload: read with `pread` through [`Options::file`] when the CCOB
+/// lies in the file's bytes (`at`), else from `data`. `budgeted`, its window is counted in
+/// [`ccob::WINDOWS`] and decoded into [`Options::spill`] when the budget cannot hold it.
+fn open_ccob<'x>(
+    opts: &Options<'x>,
+    h: &CcobHeader,
+    data: &'x [u8],
+    at: Option<u64>,
+    budgeted: bool,
+) -> Result<ccob::Stream<'x>, FormatError> {
+    let (spill, budget) = if budgeted {
+        (opts.spill, Some(&ccob::WINDOWS))
+    } else {
+        (None, None)
+    };
+    let payload = h.payload(data);
+    match (opts.file, at) {
+        (Some(file), Some(base)) => {
+            let start = base + h.header_size;
+            let range = ReadAtRange::new(file, start, payload.len() as u64);
+            let reader: Box<dyn std::io::BufRead + 'x> =
+                Box::new(std::io::BufReader::with_capacity(64 << 10, range));
+            ccob::Stream::spilling(h.method, reader, h.uncompressed_size, spill, budget)
+        }
+        _ => ccob::Stream::spilling(h.method, payload, h.uncompressed_size, spill, budget),
+    }
+}
+
+/// A CCOB's output read in order, each byte hashed on the way when asked.
+struct Decoded<'x> {
+    stream: ccob::Stream<'x>,
+    hasher: Option<ccob::Hasher>,
+    /// Room for output read only to be hashed.
+    scratch: Vec<u8>,
+}
+
+impl Decoded<'_> {
+    /// Reads up to `buf.len()` bytes; fewer only where the stream ends.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, FormatError> {
+        let n = self.stream.read_full(buf)?;
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(buf.get(..n).unwrap_or_default());
+        }
+        Ok(n)
+    }
+
+    /// Reads (and hashes) the output up to position `to`.
+    fn skip_to(&mut self, to: u64, limit: u64) -> Result<(), FormatError> {
+        while self.stream.position() < to {
+            let want = (to - self.stream.position()).min(64 << 10) as usize;
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.resize(want, 0);
+            let read = self.read(&mut scratch);
+            self.scratch = scratch;
+            if read? < want {
+                return Err(self.size_error(limit));
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the next `len - buf.len()` bytes of output to `buf`, which grows with the data
+    /// produced rather than with what a header claims.
+    fn read_into(&mut self, buf: &mut Vec<u8>, len: u64, limit: u64) -> Result<(), FormatError> {
+        while (buf.len() as u64) < len {
+            let have = buf.len();
+            let want = (len - have as u64).min(4 << 20) as usize;
+            buf.resize(have + want, 0);
+            let n = self.read(buf.get_mut(have..).unwrap_or_default())?;
+            buf.truncate(have + n);
+            if n < want {
+                return Err(self.size_error(limit));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`ccob::decompress`]'s error for output of another size than declared.
+    fn size_error(&self, limit: u64) -> FormatError {
+        FormatError::new(
+            Kind::Ccob,
+            0,
+            format!(
+                "decompressed to {} bytes, header declares {limit}",
+                self.stream.position()
+            ),
+        )
+    }
+}
+
 /// Bytes of one entry: all of them, or only a prefix (decoded from a compressed stream).
 struct EntryBytes<'d> {
     data: &'d [u8],
@@ -1685,7 +1809,10 @@ impl Walker<'_, '_> {
         place: Place,
         fatbin_index: Option<usize>,
     ) -> Result<Option<u64>, FormatError> {
-        let h = CcobHeader::parse(data)?;
+        // The header from a read, not through the map: a touch of a mapped page maps the whole
+        // folio of the page cache around it (up to 2 MiB), for 32 bytes.
+        let head = self.peek_start(data, place.file_base, 0);
+        let h = CcobHeader::parse_within(&head, data.len() as u64)?;
         let cid = self.container(
             place.parent,
             ContainerKind::Ccob {
@@ -1707,27 +1834,18 @@ impl Walker<'_, '_> {
             compressed: true,
         };
         if self.opts.decompress || self.opts.metadata {
-            let bytes = match ccob::decompress(&h, data, self.opts.max_decompressed) {
-                Ok(b) => b,
-                Err(e) => {
-                    // Report it, but keep the size so a walk can continue after this CCOB.
-                    self.diag_err(Some(cid), place.file_base, e);
-                    return Ok(h.total_size);
+            let decoded = ccob::check_ceiling(&h, self.opts.max_decompressed).and_then(|()| {
+                match self.ccob_in_order(&h, data, place.file_base, cid, inner) {
+                    Some(walked) => walked,
+                    None => self.ccob_whole(&h, data, place.file_base, cid, inner),
                 }
-            };
-            let computed = self.opts.check_hashes.then(|| ccob::hash(&bytes));
-            if let Some(ContainerKind::Ccob { hash_ok, .. }) =
-                self.out.containers.get_mut(cid).map(|c| &mut c.kind)
-            {
-                *hash_ok = computed.map(|c| c == h.hash);
+            });
+            if let Err(e) = decoded {
+                // Report it, but keep the size so a walk can continue after this CCOB.
+                self.diag_err(Some(cid), place.file_base, e);
+                return Ok(h.total_size);
             }
-            if let Some(computed) = computed.filter(|&c| c != h.hash) {
-                self.diag(ReadCode::CcobHashMismatch, Some(cid), place.file_base, 16, format!("stored hash {:016x} differs from the MD5-based hash {computed:016x} of the decompressed bundle", h.hash));
-            }
-            if let Err(e) = self.bundle(&bytes, inner, None) {
-                self.diag_err(Some(cid), None, e);
-            }
-        } else if let Err(e) = self.ccob_headers(&h, data, place.file_base, inner) {
+        } else if let Err(e) = self.ccob_headers(&h, data, &head, place.file_base, inner) {
             self.diag_err(Some(cid), None, e);
         }
         if h.total_size.is_some() {
@@ -1749,6 +1867,130 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// Decodes the whole of a CCOB into memory, then walks its bundle: the reading for any
+    /// layout [`Walker::ccob_in_order`] does not take.
+    fn ccob_whole(
+        &mut self,
+        h: &CcobHeader,
+        data: &[u8],
+        at: Option<u64>,
+        cid: usize,
+        inner: Place,
+    ) -> Result<(), FormatError> {
+        let bytes = ccob::decompress(h, data, self.opts.max_decompressed)?;
+        let computed = self.opts.check_hashes.then(|| ccob::hash(&bytes));
+        self.ccob_hash(h, at, cid, computed);
+        if let Err(e) = self.bundle(&bytes, inner, None) {
+            self.diag_err(Some(cid), None, e);
+        }
+        Ok(())
+    }
+
+    /// Records the hash of a fully decoded CCOB (`None` when it was not computed).
+    fn ccob_hash(&mut self, h: &CcobHeader, at: Option<u64>, cid: usize, computed: Option<u64>) {
+        if let Some(ContainerKind::Ccob { hash_ok, .. }) =
+            self.out.containers.get_mut(cid).map(|c| &mut c.kind)
+        {
+            *hash_ok = computed.map(|c| c == h.hash);
+        }
+        if let Some(computed) = computed.filter(|&c| c != h.hash) {
+            self.diag(ReadCode::CcobHashMismatch, Some(cid), at, 16, format!("stored hash {:016x} differs from the MD5-based hash {computed:016x} of the decompressed bundle", h.hash));
+        }
+    }
+
+    /// Decodes the whole of a CCOB as a stream and walks its bundle entry by entry as the
+    /// decoder reaches each one, so that memory holds the entry being read, not the bundle:
+    /// jax-rocm7-pjrt 0.12.0's plugin has frames of 114 MB whose code objects are 11 MB each.
+    /// The frame's window is counted in [`ccob::WINDOWS`] and decoded into [`Options::spill`]
+    /// past it, as [`Walker::ccob_headers`] does.
+    ///
+    /// It takes the layout every bundler writes: entries after the table, in the table's
+    /// order, apart. For any other layout, or a table that does not parse, it records nothing
+    /// and returns `None`: [`Walker::ccob_whole`] reads it, with the same findings as always.
+    /// `Some(Err)` when the stream fails or ends early after the walk began (the entries read
+    /// before are kept); the size and hash are checked as [`ccob::decompress`] checks them.
+    fn ccob_in_order(
+        &mut self,
+        h: &CcobHeader,
+        data: &[u8],
+        at: Option<u64>,
+        cid: usize,
+        inner: Place,
+    ) -> Option<Result<(), FormatError>> {
+        let limit = h.uncompressed_size;
+        let mut dec = Decoded {
+            stream: open_ccob(self.opts, h, data, at, true).ok()?,
+            hasher: self.opts.check_hashes.then(ccob::Hasher::default),
+            scratch: Vec::new(),
+        };
+        let (prefix, header_len) = read_bundle_table(limit, |buf| dec.read(buf)).ok()?;
+        let header =
+            bundle::parse_header(prefix.get(..header_len as usize).unwrap_or_default(), limit)
+                .ok()?;
+        let mut end = header_len;
+        for e in header.entries.iter().filter(|e| e.size > 0) {
+            if e.offset < end {
+                return None;
+            }
+            end = e.offset.checked_add(e.size).filter(|&x| x <= limit)?;
+        }
+        // From here on, as Walker::bundle over the decoded bytes.
+        let bid = self.container(
+            inner.parent,
+            ContainerKind::Bundle {
+                entries: header.entries.len(),
+                fatbin_index: None,
+            },
+            0,
+            inner.file_base,
+            Some(header.end()),
+        );
+        let bplace = Place {
+            parent: Some(bid),
+            ..inner
+        };
+        self.check_overlaps(&header, bid, inner.file_base);
+        let mut bytes = Vec::new();
+        for e in &header.entries {
+            bytes.clear();
+            if e.size > 0 {
+                // Entries lie apart and in order: the start of one may still be in the
+                // prefix read for the table, the rest comes from the stream.
+                let from_prefix = Bytes::new(&prefix).read_at_most(e.offset, e.size);
+                bytes.extend_from_slice(from_prefix);
+                let rest = e.offset.saturating_add(bytes.len() as u64);
+                let read = dec
+                    .skip_to(rest, limit)
+                    .and_then(|()| dec.read_into(&mut bytes, e.size, limit));
+                if let Err(err) = read {
+                    return Some(Err(err));
+                }
+            }
+            self.entry(
+                bplace,
+                Some(e.index),
+                Some(e.id.clone()),
+                EntryBytes {
+                    data: &bytes,
+                    complete: true,
+                },
+                e.size,
+                e.offset,
+            );
+        }
+        // The rest of the frame, for its size and hash: one byte more is an error.
+        if let Err(err) = dec.skip_to(limit, limit) {
+            return Some(Err(err));
+        }
+        let mut probe = [0u8; 1];
+        if dec.read(&mut probe).is_err() || dec.stream.position() != limit {
+            return Some(Err(dec.size_error(limit)));
+        }
+        let computed = dec.hasher.map(ccob::Hasher::finish);
+        self.ccob_hash(h, at, cid, computed);
+        Some(Ok(()))
+    }
+
     /// Decodes a CCOB only as far as the entry table and the first bytes of each entry.
     /// `at` is the CCOB's offset in the file, when it lies in the file's bytes: its payload is
     /// then read through [`Options::file`] where one is given.
@@ -1756,61 +1998,24 @@ impl Walker<'_, '_> {
         &mut self,
         h: &CcobHeader,
         data: &[u8],
+        head: &[u8],
         at: Option<u64>,
         place: Place,
     ) -> Result<(), FormatError> {
-        ccob::check_frame_size(h, data)?;
+        let payload_head = Bytes::new(head).tail(h.header_size).unwrap_or_default();
+        let payload_head = payload_head
+            .get(..h.payload(data).len())
+            .unwrap_or(payload_head);
+        ccob::check_frame_size(h, payload_head)?;
         let limit = h.uncompressed_size.min(self.opts.max_decompressed);
-        let payload = h.payload(data);
         // The window a frame needs is only touched as deep as it is decoded. So the bundle
         // header is read with no budget, and the stream is opened again with the shared window
         // budget (and a spill file past it) only when an entry lies deeper than
         // SHALLOW_ENTRIES: re-decoding the few kilobytes of header is cheaper than spilling a
         // frame whose entries are all near its start (hipBLASLt's .co files: one 126 MB entry).
-        let open = |budgeted: bool| -> Result<ccob::Stream<'_>, FormatError> {
-            let (spill, budget) = if budgeted {
-                (self.opts.spill, Some(&ccob::WINDOWS))
-            } else {
-                (None, None)
-            };
-            match (self.opts.file, at) {
-                (Some(file), Some(base)) => {
-                    let start = base + h.header_size;
-                    let range = ReadAtRange::new(file, start, payload.len() as u64);
-                    let reader: Box<dyn std::io::BufRead + '_> =
-                        Box::new(std::io::BufReader::with_capacity(64 << 10, range));
-                    ccob::Stream::spilling(h.method, reader, h.uncompressed_size, spill, budget)
-                }
-                _ => ccob::Stream::spilling(h.method, payload, h.uncompressed_size, spill, budget),
-            }
-        };
+        let open = |budgeted: bool| open_ccob(self.opts, h, data, at, budgeted);
         let mut stream = open(false)?;
-        let mut prefix = Vec::new();
-        let mut scan = bundle::HeaderScan::default();
-        let header_len = loop {
-            if let Some(n) = scan.advance(&prefix)? {
-                break n;
-            }
-            if prefix.len() as u64 >= limit {
-                return Err(FormatError::new(
-                    Kind::Ccob,
-                    0,
-                    format!("no complete bundle header in the first {limit} decompressed bytes"),
-                ));
-            }
-            let chunk = stream.read_vec(16 << 10)?;
-            if chunk.is_empty() {
-                return Err(FormatError::new(
-                    Kind::Ccob,
-                    0,
-                    format!(
-                        "compressed data ends after {} bytes, inside the bundle header",
-                        prefix.len()
-                    ),
-                ));
-            }
-            prefix.extend(chunk);
-        };
+        let (prefix, header_len) = read_bundle_table(limit, |buf| stream.read_full(buf))?;
         let header = bundle::parse(prefix.get(..header_len as usize).unwrap_or_default(), false)?;
         let cid = self.container(
             place.parent,

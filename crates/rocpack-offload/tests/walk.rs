@@ -265,3 +265,174 @@ fn pe_wrappers_are_followed_into_another_section() {
         ".rdata2 (found through .hipFatB) > bundle #0"
     );
 }
+
+/// A bundle with each entry at the offset given (the table as clang writes it, then zeros up to
+/// each entry).
+fn bundle_at(entries: &[(&str, &[u8], u64)]) -> Vec<u8> {
+    let mut out = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    out.extend((entries.len() as u64).to_le_bytes());
+    for (id, data, at) in entries {
+        out.extend(at.to_le_bytes());
+        out.extend((data.len() as u64).to_le_bytes());
+        out.extend((id.len() as u64).to_le_bytes());
+        out.extend(id.as_bytes());
+    }
+    for (_, data, at) in entries {
+        let at = *at as usize;
+        if out.len() < at + data.len() {
+            out.resize(at + data.len(), 0);
+        }
+        out[at..at + data.len()].copy_from_slice(data);
+    }
+    out
+}
+
+/// Bytes in memory read as a file is, with `pread`.
+struct Mem<'a>(&'a [u8]);
+
+impl rocpack_offload::ReadAt for Mem<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let from = self.0.get(offset as usize..).unwrap_or_default();
+        let n = from.len().min(buf.len());
+        buf[..n].copy_from_slice(&from[..n]);
+        Ok(n)
+    }
+}
+
+/// What a full reading hands the sink: (entry ID, the entry's bytes), in the order given.
+fn entries_seen(
+    data: &[u8],
+    file: Option<&dyn rocpack_offload::ReadAt>,
+) -> (Inspection, Vec<(String, Vec<u8>)>) {
+    let opts = Options {
+        metadata: true,
+        decompress: true,
+        file,
+        ..Options::default()
+    };
+    let mut seen = Vec::new();
+    let mut sink = |_: &Inspection, c: &rocpack_offload::CodeObject, bytes: &[u8]| {
+        seen.push((c.entry_id.clone().unwrap_or_default(), bytes.to_vec()));
+    };
+    let i = rocpack_offload::inspect_with(data, &opts, Some(&mut sink));
+    (i, seen)
+}
+
+/// The code objects of tu1.hipfb (clang-19, gfx1030 and gfx90a) with their entry IDs.
+fn tu1_entries() -> Vec<(String, Vec<u8>)> {
+    let data = fixture("tu1.hipfb");
+    let h = rocpack_offload::bundle::parse(&data, true).unwrap();
+    h.entries
+        .iter()
+        .map(|e| {
+            let (o, s) = (e.offset as usize, e.size as usize);
+            (e.id.raw.clone(), data[o..o + s].to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
+    let entries = tu1_entries();
+    let ids: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
+    let (a, b) = (&entries[1].1, &entries[2].1);
+    assert!(a.len() > 1000 && b.len() > 1000, "two real code objects");
+    // The compressed reading decodes the table from a 16 KiB prefix: an entry inside it, one
+    // across its end, one far beyond; in the table's order, reversed, and overlapping.
+    let layouts: Vec<(&str, Vec<u8>)> = vec![
+        ("as clang writes it", fixture("tu1.hipfb")),
+        (
+            "across the prefix's end",
+            bundle_at(&[
+                (ids[0], b"", 0),
+                (ids[1], a, 4096),
+                (ids[2], b, (16 << 10) - 100),
+            ]),
+        ),
+        (
+            "deep, with a gap",
+            bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, 3 << 20)]),
+        ),
+        (
+            "in reverse order",
+            bundle_at(&[(ids[0], b"", 0), (ids[1], a, 1 << 20), (ids[2], b, 4096)]),
+        ),
+        (
+            "overlapping",
+            bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, 4096 + 64)]),
+        ),
+    ];
+    for (what, plain) in &layouts {
+        let (want_i, want) = entries_seen(plain, None);
+        for version in [2, 3] {
+            let ccob = ccob::compress(plain, version, ccob::Method::Zstd, 3).unwrap();
+            let mem = Mem(&ccob);
+            let pread: &dyn rocpack_offload::ReadAt = &mem;
+            for (how, file) in [("from memory", None), ("with pread", Some(pread))] {
+                let (i, got) = entries_seen(&ccob, file);
+                let ctx = format!("{what}, CCOB v{version}, {how}");
+                assert_eq!(got.len(), want.len(), "{ctx}");
+                for ((gid, gb), (wid, wb)) in got.iter().zip(&want) {
+                    assert_eq!(gid, wid, "{ctx}");
+                    assert!(gb == wb, "{ctx}: the bytes of {gid} differ");
+                }
+                assert_eq!(codes(&i), codes(&want_i), "{ctx}");
+                assert_eq!(device_targets(&i), device_targets(&want_i), "{ctx}");
+                let hash_ok = i.containers.iter().find_map(|c| match &c.kind {
+                    rocpack_offload::ContainerKind::Ccob { hash_ok, .. } => Some(*hash_ok),
+                    _ => None,
+                });
+                assert_eq!(hash_ok, Some(Some(true)), "{ctx}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_ccob_that_breaks_after_its_first_entry_keeps_that_entry_and_says_why() {
+    let entries = tu1_entries();
+    let ids: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
+    let (a, b) = (&entries[1].1, &entries[2].1);
+    // The second entry 8 MiB further on: its frame is incompressible random bytes, whose
+    // blocks are stored raw, so a cut lands after the first entry was produced.
+    let mut noise = vec![0u8; 8 << 20];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for v in noise.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.copy_from_slice(&x.to_le_bytes()[..v.len()]);
+    }
+    let noise_at = (4096 + a.len()).next_multiple_of(4096);
+    let b_at = (noise_at + noise.len() + 4096) as u64;
+    let mut plain = bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, b_at)]);
+    plain[noise_at..noise_at + noise.len()].copy_from_slice(&noise);
+    let mut ccob = ccob::compress(&plain, 3, ccob::Method::Zstd, 3).unwrap();
+    // Cut the frame in the middle of the noise (a CCOB v3's total size is at offset 8).
+    let half = ccob.len() / 2;
+    ccob.truncate(half);
+    ccob[8..16].copy_from_slice(&(half as u64).to_le_bytes());
+    let (i, got) = entries_seen(&ccob, None);
+    assert!(codes(&i).contains(&"malformed-ccob"), "{:?}", codes(&i));
+    assert!(
+        i.diagnostics.iter().any(|d| d.severity == Severity::Error && d.message.contains("corrupt compressed data")),
+        "{:?}",
+        i.diagnostics
+    );
+    let got_ids: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        got_ids,
+        [ids[0], ids[1]],
+        "the (empty host) entries before the break, complete"
+    );
+    assert!(got[1].1 == *a);
+    let hash_ok = i.containers.iter().find_map(|c| match &c.kind {
+        rocpack_offload::ContainerKind::Ccob { hash_ok, .. } => Some(*hash_ok),
+        _ => None,
+    });
+    assert_eq!(
+        hash_ok,
+        Some(None),
+        "no hash for a frame that does not decode"
+    );
+}
