@@ -286,10 +286,15 @@ struct Spilled {
     released: usize,
 }
 
-/// Compressed bytes given to a spilling decoder at a time (see `read_spilled`).
-const SPILL_FEED: usize = 4 << 10;
+/// Compressed bytes given to a spilling decoder at a time (see `read_spilled`). Small, because
+/// a few hundred bytes of clang's frames can decode to megabytes (long-distance matches copy
+/// one GPU's code object into the next): 4 KiB let the decoder run tens of megabytes ahead of
+/// the reader, all of it resident until released.
+const SPILL_FEED: usize = 512;
 
-/// Release the delivered output each time this much more of it has been read.
+/// Release the output each time this much more of it has been produced. Output not yet
+/// delivered stays in the file and comes back when the reader copies it out; releasing it too
+/// keeps what one feed decodes from staying resident.
 const RELEASE_EVERY: usize = 8 << 20;
 
 /// The window a zstd frame needs, read from its header (RFC 8878, 3.1.1.1): the frame content
@@ -425,7 +430,7 @@ impl<R: BufRead> ZstdFrame<R> {
                 ));
             }
             // The decoder writes all it can into the buffer it is given, which here is the
-            // whole frame: fed a little input at a time, it decodes about a block (128 KiB)
+            // whole frame: fed a little input at a time, it decodes a few blocks (128 KiB each)
             // ahead of the reader instead of all the input allows (clang's bundles compress
             // 60:1 and more, so 64 KiB of input would be megabytes of pages written to the file
             // for a reader that wanted one header).
@@ -457,9 +462,9 @@ impl<R: BufRead> ZstdFrame<R> {
             src.len()
         };
         sp.delivered += n;
-        if sp.delivered - sp.released >= RELEASE_EVERY {
-            sp.buffer.release(sp.delivered);
-            sp.released = sp.delivered;
+        if sp.produced - sp.released >= RELEASE_EVERY {
+            sp.buffer.release(sp.produced);
+            sp.released = sp.produced;
         }
         Ok(n)
     }
