@@ -11,6 +11,7 @@
 # The jax plugin is measured in one pair per mode: the baseline takes about a minute there.
 #
 #   bench/kernels.sh BASELINE_BINARY    results also written to bench/results/kernels-<date>.txt
+#                                       (kernels-<date>T<HHMM>.txt when that exists)
 #
 # BASELINE_BINARY: a built rocpack to compare with, e.g. main's (bench/run.sh builds any
 # revision); RUNS=n sets the number of pairs on librocsparse (default 7).
@@ -43,8 +44,11 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 EOF
 jax=$work/xla_rocm_plugin.so
 
+# A second run on the same day keeps the first one's raw output (which a note may cite).
 out=bench/results/kernels-$(date -u +%Y-%m-%d).txt
+[ -e "$out" ] && out=bench/results/kernels-$(date -u +%Y-%m-%dT%H%M).txt
 mkdir -p bench/results
+echo "raw output: $out" >&2
 exec > >(tee "$out") 2>&1
 echo "# rocpack show --kernels benchmark, $(date -u +%FT%TZ), $(nproc) cores, $(uname -r), $(free -g | awk '/^Mem/{print $2}') GiB RAM"
 echo "# baseline: $base_desc; new: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')"
