@@ -5,6 +5,21 @@
 use libfuzzer_sys::fuzz_target;
 use rocpack_offload::elf::{self, Elf};
 
+/// The input read as a file is, with `pread`.
+struct Mem<'a>(&'a [u8]);
+
+impl rocpack_offload::ReadAt for Mem<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let from = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.0.get(o..))
+            .unwrap_or_default();
+        let n = from.len().min(buf.len());
+        buf[..n].copy_from_slice(&from[..n]);
+        Ok(n)
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let _ = elf::is_elf(data);
     let _ = elf::is_elf64_le(data);
@@ -20,10 +35,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(bytes.len() as u64 <= data.len() as u64);
         match s.sh_type {
             elf::SHT_RELA => {
-                for r in elf::parse_rela(bytes) {
+                elf::for_each_rela(bytes, |r| {
                     let _ = elf::reloc_kind(elf.e_machine, r.r_type);
                     let _ = elf.symbol(s.link as usize, r.sym);
-                }
+                });
             }
             elf::SHT_RELR => {
                 let mut n = 0usize;
@@ -58,9 +73,18 @@ fuzz_target!(|data: &[u8]| {
     for s in &elf.sections {
         wanted.insert(s.addr.wrapping_add(8));
     }
-    let (rela, relr) = elf.dynamic_relocations(&wanted);
+    let (rela, relr) = elf.dynamic_relocations(&wanted, None);
     assert!(rela.keys().all(|a| wanted.contains(a)));
     assert!(relr.iter().all(|a| wanted.contains(a)));
+    // Read with pread in chunks, the table gives the same relocations as through the bytes.
+    let (rela_read, relr_read) = elf.dynamic_relocations(&wanted, Some((&Mem(data), 0)));
+    assert_eq!(rela_read.len(), rela.len());
+    assert!(rela.iter().all(|(a, r)| {
+        rela_read
+            .get(a)
+            .is_some_and(|x| x.addend == r.addend && x.r_type == r.r_type && x.sym == r.sym)
+    }));
+    assert_eq!(relr_read, relr);
     for r in rela.values() {
         let _ = elf::reloc_kind(elf.e_machine, r.r_type);
         let _ = elf.dynamic_symbol(r.sym);

@@ -1305,7 +1305,7 @@ impl Walker<'_, '_> {
     /// `in_place`), the way the dynamic loader would.
     fn resolve_pointer(
         elf: &Elf<'_>,
-        relocs: &mut DynRelocs,
+        relocs: &mut DynRelocs<'_>,
         field_vaddr: u64,
         in_place: u64,
         accept: &dyn Fn(u64) -> bool,
@@ -1366,7 +1366,7 @@ impl Walker<'_, '_> {
             }
             let fields =
                 (0..wdata.len() / WRAPPER_SIZE).map(|i| ws.addr.wrapping_add(i * WRAPPER_SIZE + 8));
-            let mut relocs = DynRelocs::new(fields.collect());
+            let mut relocs = DynRelocs::new(fields.collect(), self.opts.file.zip(place.file_base));
             let reloc_for_object =
                 (elf.e_type == elf::ET_REL).then(|| object_relocs(elf, ws.index));
             for i in 0..wdata.len() / WRAPPER_SIZE {
@@ -1640,7 +1640,10 @@ impl Walker<'_, '_> {
                     }
                 }
             }
-            let mut relocs = DynRelocs::new(candidates.iter().map(|(f, _)| *f).collect());
+            let mut relocs = DynRelocs::new(
+                candidates.iter().map(|(f, _)| *f).collect(),
+                self.opts.file.zip(place.file_base),
+            );
             let accept = |p: u64| {
                 elf.vaddr_to_offset(p)
                     .is_some_and(|o| self.bundle_magic_at(elf.data.as_slice(), place.file_base, o))
@@ -2322,31 +2325,37 @@ fn object_relocs(elf: &Elf<'_>, target: usize) -> HashMap<u64, (usize, u32, i64)
         .filter(|s| s.sh_type == elf::SHT_RELA && s.info as usize == target)
     {
         if let Ok(data) = elf.section_data(s) {
-            for r in elf::parse_rela(data) {
+            elf::for_each_rela(data, |r| {
                 if elf::reloc_kind(elf.e_machine, r.r_type) == Some(RelocKind::Absolute) {
                     out.insert(r.offset, (s.link as usize, r.sym, r.addend));
                 }
-            }
+            });
         }
     }
     out
 }
 
 /// The dynamic relocations at the addresses of interest, read once, on first need.
-struct DynRelocs {
+struct DynRelocs<'f> {
     wanted: HashSet<u64>,
+    /// The file that holds the ELF, and where the ELF starts in it: the table is read from it.
+    file: Option<(&'f dyn ReadAt, u64)>,
     read: Option<(HashMap<u64, elf::Rela>, HashSet<u64>)>,
 }
 
-impl DynRelocs {
-    fn new(wanted: HashSet<u64>) -> Self {
-        DynRelocs { wanted, read: None }
+impl<'f> DynRelocs<'f> {
+    fn new(wanted: HashSet<u64>, file: Option<(&'f dyn ReadAt, u64)>) -> Self {
+        DynRelocs {
+            wanted,
+            file,
+            read: None,
+        }
     }
 
     fn get(&mut self, elf: &Elf<'_>) -> &(HashMap<u64, elf::Rela>, HashSet<u64>) {
-        let wanted = &self.wanted;
+        let (wanted, file) = (&self.wanted, self.file);
         self.read
-            .get_or_insert_with(|| elf.dynamic_relocations(wanted))
+            .get_or_insert_with(|| elf.dynamic_relocations(wanted, file))
     }
 }
 

@@ -162,7 +162,17 @@ fn without_wrappers_the_fat_binary_is_walked_sequentially() {
 #[test]
 fn relocations_are_used_when_the_in_place_pointer_is_zero() {
     // lld leaves the in-place value 0 and puts the pointer in R_X86_64_RELATIVE addends.
-    let i = inspect(&fixture("lib3tu-lld.so"), &Options::default());
+    let data = fixture("lib3tu-lld.so");
+    let i = inspect(&data, &Options::default());
+    assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
+    assert_eq!(device_targets(&i).len(), 5);
+    // The same with the file at hand: the relocation table is then read with pread.
+    let mem = Mem(&data);
+    let opts = Options {
+        file: Some(&mem),
+        ..Options::default()
+    };
+    let i = inspect(&data, &opts);
     assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
     assert_eq!(device_targets(&i).len(), 5);
 }
