@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Benchmark: the floor under issue 16's two unmet speed targets — the least time any program
+# takes on this machine to read the bytes rocpack reads — timed beside rocpack and the reference
+# each target names, so that the target can be judged against what reading the files costs.
+#
+#  1. `list` on librocsparse.so.1.0, target: 10x faster than roc-obj-ls. The floor is a static
+#     C program that replays rocpack's own `pread` calls (sizes and offsets taken with strace
+#     from `rocpack list`) and does nothing else: no parsing, no output. Also timed: the replay
+#     without the embedded-code search's reads (every `pread` of more than 4 KiB), a static C
+#     program that only prints one line (process start), and `rocpack --version`.
+#  2. `scan -q` over the six packages of bench/run.sh, target: within 1.5x of `find DIRS -type f
+#     -printf %s` (one fstatat per file). The floor is a static C program that, for every
+#     regular file (the list made beforehand, untimed), opens it, reads its first 64 bytes and
+#     closes it, on one thread and on two; that is less than any tool that looks inside each
+#     file can do (rocpack also reads section headers, bundle tables and compressed streams).
+#
+# hyperfine, warm page cache (each file read once before). Results also written to
+# bench/results/floor-<date>.txt.
+#
+#   bench/floor.sh [RUNS]     default 40
+set -euo pipefail
+bench_name=floor
+source "$(dirname "$0")/lib.sh"
+runs=${1:-40}
+bench_need hyperfine:hyperfine strace:strace gcc:gcc perl:perl
+scripts/install-deps.sh >/dev/null
+work=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-floor.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+bench_build_current "$work/rocpack"
+lib=$(bench_corpus_lib)
+roc_obj_ls=$(bench_roc_obj_ls)
+dirs=()
+for p in "${BENCH_SCAN_PKGS[@]}"; do dirs+=("$(scripts/fetch-corpus.sh "$p")"); done
+
+cat > "$work/replay.c" <<'EOF'
+/* Replays (size, offset) preads listed in argv[2] on the file argv[1]; prints the byte total. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static char buf[1 << 20];
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  FILE *f = fopen(argv[2], "r");
+  if (!f) return 2;
+  static long size[65536], off[65536];
+  int n = 0;
+  while (n < 65536 && fscanf(f, "%ld %ld", &size[n], &off[n]) == 2) n++;
+  fclose(f);
+  int fd = open(argv[1], O_RDONLY);
+  if (fd < 0) return 2;
+  long total = 0;
+  for (int i = 0; i < n; i++) {
+    long want = size[i] < (long)sizeof buf ? size[i] : (long)sizeof buf;
+    long got = pread(fd, buf, want, off[i]);
+    if (got < 0) return 1;
+    total += got;
+  }
+  printf("%ld\n", total);
+  return 0;
+}
+EOF
+cat > "$work/heads.c" <<'EOF'
+/* For every path in argv[1] (one per line): open, read 64 bytes, close; THREADS threads. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static char **paths;
+static int npaths, nthreads;
+static void *work(void *arg) {
+  long t = (long)arg, sum = 0;
+  char buf[64];
+  for (int i = (int)t; i < npaths; i += nthreads) {
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    sum += read(fd, buf, sizeof buf);
+    close(fd);
+  }
+  return (void *)sum;
+}
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  nthreads = atoi(argv[2]);
+  FILE *f = fopen(argv[1], "r");
+  if (!f) return 2;
+  size_t cap = 0;
+  char *line = NULL;
+  ssize_t len;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    if (line[len - 1] == '\n') line[len - 1] = 0;
+    paths = realloc(paths, sizeof *paths * (npaths + 1));
+    paths[npaths++] = strdup(line);
+  }
+  fclose(f);
+  pthread_t th[8];
+  long total = 0;
+  for (long t = 1; t < nthreads; t++) pthread_create(&th[t], NULL, work, (void *)t);
+  total += (long)work((void *)0);
+  for (long t = 1; t < nthreads; t++) {
+    void *r;
+    pthread_join(th[t], &r);
+    total += (long)r;
+  }
+  printf("%ld\n", total);
+  return 0;
+}
+EOF
+printf 'int main(void){return puts("x") < 0;}\n' > "$work/hello.c"
+gcc -O2 -static -include stdio.h "$work/hello.c" -o "$work/hello"
+gcc -O2 -static "$work/replay.c" -o "$work/replay"
+gcc -O2 -static -pthread "$work/heads.c" -o "$work/heads"
+
+# rocpack's own reads of the library, in its order.
+strace -o "$work/list.strace" -e trace=pread64 "$work/rocpack" list "$lib" > /dev/null
+sed -nE 's/^pread64\([0-9]+, .*, ([0-9]+), ([0-9]+)\) = [0-9]+$/\1 \2/p' "$work/list.strace" > "$work/reads.txt"
+awk '$1 <= 4096' "$work/reads.txt" > "$work/reads-headers.txt"
+find "${dirs[@]}" -type f > "$work/files.txt"
+cat "$lib" > /dev/null
+xargs -a "$work/files.txt" -d '\n' cat > /dev/null 2>&1 || true
+
+bench_results floor
+bench_header "bench/floor.sh"
+echo "# list: $lib ($(stat -c %s "$lib") bytes)"
+echo "# scan: ${#BENCH_SCAN_PKGS[@]} packages, $(wc -l < "$work/files.txt") regular files"
+echo "# rocpack list's preads: $(wc -l < "$work/reads.txt") calls, $(awk '{s+=$1} END{print s}' "$work/reads.txt") bytes; of 4 KiB or less: $(wc -l < "$work/reads-headers.txt") calls, $(awk '{s+=$1} END{print s}' "$work/reads-headers.txt") bytes"
+echo
+
+echo "## 1. list"
+hyperfine -N --warmup 3 --runs "$runs" --style basic --output=null \
+  -n 'static C, one line (process start)' "$work/hello" \
+  -n 'rocpack --version' "$work/rocpack --version" \
+  -n 'replay of the preads <= 4 KiB' "$work/replay $lib $work/reads-headers.txt" \
+  -n "replay of all rocpack list's preads" "$work/replay $lib $work/reads.txt" \
+  -n 'rocpack list' "$work/rocpack list $lib" \
+  -n 'roc-obj-ls' "perl $roc_obj_ls $lib" 2>&1 | grep -E '^Benchmark|Time|Range'
+echo
+echo "## 2. scan -q"
+hyperfine -N --warmup 3 --runs "$runs" --style basic --output=null \
+  -n 'find -printf %s (stat)' "find ${dirs[*]} -type f -printf %s\n" \
+  -n 'open + read 64 B + close, 1 thread' "$work/heads $work/files.txt 1" \
+  -n 'open + read 64 B + close, 2 threads' "$work/heads $work/files.txt 2" \
+  -n 'rocpack scan -q' "$work/rocpack scan -q ${dirs[*]}" 2>&1 | grep -E '^Benchmark|Time|Range'
+bench_log "done"
