@@ -437,9 +437,14 @@ impl<R: BufRead> ZstdFrame<R> {
             let input = input.get(..SPILL_FEED).unwrap_or(input);
             let mut src = InBuffer::around(input);
             let mut dst = OutBuffer::around_pos(sp.buffer.bytes(), sp.produced);
-            let hint = ctx
-                .decompress_stream(&mut dst, &mut src)
-                .map_err(zstd_error)?;
+            let hint = ctx.decompress_stream(&mut dst, &mut src).map_err(|code| {
+                // The buffer is the declared size: a frame longer than that runs out of it.
+                if zstd::zstd_safe::get_error_name(code) == "Destination buffer is too small" {
+                    std::io::Error::other(Overrun)
+                } else {
+                    zstd_error(code)
+                }
+            })?;
             sp.produced = dst.pos();
             if let Some(at) = sp.buffer.fault() {
                 return Err(std::io::Error::other(format!(
@@ -469,6 +474,18 @@ impl<R: BufRead> ZstdFrame<R> {
         Ok(n)
     }
 }
+
+/// A spilled frame produces more than its declared size, which is all its buffer holds.
+#[derive(Debug)]
+struct Overrun;
+
+impl std::fmt::Display for Overrun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("more output than declared")
+    }
+}
+
+impl std::error::Error for Overrun {}
 
 /// The error the `zstd` crate gives for a zstd error code.
 fn zstd_error(code: usize) -> std::io::Error {
@@ -609,6 +626,11 @@ impl<'a> Stream<'a> {
                 Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.get_ref().is_some_and(|e| e.is::<Overrun>()) => {
+                    // As when the output is counted past the limit below.
+                    self.pos = self.limit.saturating_add(1);
+                    return Err(self.overrun());
+                }
                 Err(e) => {
                     return Err(FormatError::new(
                         Kind::Ccob,
@@ -623,16 +645,20 @@ impl<'a> Stream<'a> {
         }
         self.pos += filled as u64;
         if self.pos > self.limit {
-            return Err(FormatError::new(
-                Kind::Ccob,
-                0,
-                format!(
-                    "decompresses to more than the declared {} bytes",
-                    self.limit
-                ),
-            ));
+            return Err(self.overrun());
         }
         Ok(filled)
+    }
+
+    fn overrun(&self) -> FormatError {
+        FormatError::new(
+            Kind::Ccob,
+            0,
+            format!(
+                "decompresses to more than the declared {} bytes",
+                self.limit
+            ),
+        )
     }
 
     /// Discards output up to position `to`.
@@ -728,17 +754,22 @@ pub fn decompress(header: &CcobHeader, data: &[u8], ceiling: u64) -> Result<Vec<
         || stream.read_full(&mut probe).is_err()
         || stream.position() != header.uncompressed_size
     {
-        return Err(FormatError::new(
-            Kind::Ccob,
-            0,
-            format!(
-                "decompressed to {} bytes, header declares {}",
-                out.len().max(stream.position() as usize),
-                header.uncompressed_size
-            ),
+        return Err(size_mismatch(
+            (out.len() as u64).max(stream.position()),
+            header.uncompressed_size,
         ));
     }
     Ok(out)
+}
+
+/// The error for a bundle that decompressed to `produced` bytes where its header declares
+/// `declared`.
+pub fn size_mismatch(produced: u64, declared: u64) -> FormatError {
+    FormatError::new(
+        Kind::Ccob,
+        0,
+        format!("decompressed to {produced} bytes, header declares {declared}"),
+    )
 }
 
 /// The hash clang stores: the first 8 bytes of the MD5 digest as a little-endian u64.
@@ -1036,17 +1067,25 @@ mod tests {
         assert_eq!(read_all(&mut held), bundle);
         drop(held);
         assert_eq!(ROOM.used(), 0);
-        // Output beyond the declared size is an error here too, and a truncated frame.
+        // Output beyond the declared size is the same error spilled (where the decoder runs
+        // out of the buffer) as held, and a truncated frame is an error.
         let short = h.uncompressed_size - 1;
-        let mut s = Stream::spilling(
-            h.method,
-            h.payload(&blob),
-            short,
-            Some(&VecSpill),
-            Some(&NONE),
-        )
-        .unwrap();
-        assert!(s.read_vec(h.uncompressed_size).is_err());
+        for budget in [&NONE, &ROOM] {
+            let mut s = Stream::spilling(
+                h.method,
+                h.payload(&blob),
+                short,
+                Some(&VecSpill),
+                Some(budget),
+            )
+            .unwrap();
+            let err = s.read_vec(h.uncompressed_size).unwrap_err();
+            assert_eq!(
+                err.message,
+                format!("decompresses to more than the declared {short} bytes")
+            );
+            assert_eq!(s.position(), short + 1);
+        }
         let payload = h.payload(&blob);
         let cut = payload.get(..payload.len() / 2).unwrap();
         let mut s = Stream::spilling(

@@ -324,21 +324,10 @@ impl<'a> Elf<'a> {
         };
         match (place(get(DT_RELA), get(DT_RELASZ)), file) {
             (Some((off, len)), Some((file, base))) => {
-                // Whole entries per read: 2,730 of 24 bytes.
-                let mut buf = vec![0u8; (len.min(65_520)) as usize];
-                let mut at = 0u64;
-                while at < len {
-                    let n = (len - at).min(buf.len() as u64) as usize;
-                    let chunk = buf.get_mut(..n).unwrap_or_default();
-                    let from = base.checked_add(off + at);
-                    if !from
-                        .is_some_and(|from| crate::fill_at(|o, b| file.read_at(o, b), from, chunk))
-                    {
-                        // As through the map, which reads the same bytes: stop where it fails.
-                        break;
-                    }
-                    for_each_rela(chunk, &mut keep);
-                    at += n as u64;
+                // Whole entries per read: 2,730 of 24 bytes. Where a read fails or finds the
+                // file shorter, the table ends, as through the map over the same bytes.
+                if let Some(from) = base.checked_add(off) {
+                    for_each_rela_read(file, from, len, 65_520, &mut keep);
                 }
             }
             (Some((off, len)), None) => {
@@ -480,6 +469,31 @@ pub(crate) fn cstr_at(t: Bytes<'_>, off: u64) -> Option<&[u8]> {
     tail.get(..tail.iter().position(|&c| c == 0)?)
 }
 
+/// [`for_each_rela`] over the `len` bytes of `file` from `from`, read `chunk` bytes (a multiple
+/// of 24) at a time; a read that fails or finds the file shorter ends the table there.
+fn for_each_rela_read(
+    file: &dyn crate::ReadAt,
+    from: u64,
+    len: u64,
+    chunk: usize,
+    mut f: impl FnMut(Rela),
+) {
+    let mut buf = vec![0u8; len.min(chunk as u64) as usize];
+    let mut at = 0u64;
+    while at < len {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        let piece = buf.get_mut(..n).unwrap_or_default();
+        if !from
+            .checked_add(at)
+            .is_some_and(|o| crate::inspect::read_exact_at(file, o, piece))
+        {
+            break;
+        }
+        for_each_rela(piece, &mut f);
+        at += n as u64;
+    }
+}
+
 /// Calls `f` with each RELA entry of `data` (24 bytes each; a partial one at the end is not
 /// read).
 pub fn for_each_rela(data: &[u8], mut f: impl FnMut(Rela)) {
@@ -565,6 +579,50 @@ pub enum RelocKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes read as a file is.
+    struct Mem(Vec<u8>);
+
+    impl crate::ReadAt for Mem {
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let from = self.0.get(offset as usize..).unwrap_or_default();
+            let n = from.len().min(buf.len());
+            buf[..n].copy_from_slice(&from[..n]);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_rela_table_read_in_pieces_gives_every_entry_once() {
+        let mut table = Vec::new();
+        for i in 0..100u64 {
+            table.extend((0x1000 + 8 * i).to_le_bytes());
+            table.extend(8u64.to_le_bytes()); // R_X86_64_RELATIVE, symbol 0
+            table.extend((0x2000 + i).to_le_bytes());
+        }
+        let mut whole = Vec::new();
+        for_each_rela(&table, |r| whole.push((r.offset, r.addend)));
+        assert_eq!(whole.len(), 100);
+        // The table 13 bytes into the file, read in pieces of one, two, seven and 2,730 entries.
+        let pad = 13;
+        let mut file = vec![0xee; pad];
+        file.extend(&table);
+        for chunk in [24, 48, 24 * 7, 65_520] {
+            let mut read = Vec::new();
+            let mem = Mem(file.clone());
+            for_each_rela_read(&mem, pad as u64, table.len() as u64, chunk, |r| {
+                read.push((r.offset, r.addend));
+            });
+            assert_eq!(read, whole, "chunk {chunk}");
+        }
+        // A file that ends inside the table: the whole pieces before its end.
+        let cut = Mem(file[..pad + 24 * 40 + 5].to_vec());
+        let mut read = Vec::new();
+        for_each_rela_read(&cut, pad as u64, table.len() as u64, 48, |r| {
+            read.push(r.offset);
+        });
+        assert_eq!(read.len(), 40);
+    }
 
     #[test]
     fn relr_bitmaps_expand_to_addresses() {

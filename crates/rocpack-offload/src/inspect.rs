@@ -457,6 +457,8 @@ fn open_ccob<'x>(
 /// A CCOB's output read in order, each byte hashed on the way when asked.
 struct Decoded<'x> {
     stream: ccob::Stream<'x>,
+    /// The declared uncompressed size.
+    limit: u64,
     hasher: Option<ccob::Hasher>,
     /// Room for output read only to be hashed.
     scratch: Vec<u8>,
@@ -465,7 +467,13 @@ struct Decoded<'x> {
 impl Decoded<'_> {
     /// Reads up to `buf.len()` bytes; fewer only where the stream ends.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, FormatError> {
-        let n = self.stream.read_full(buf)?;
+        let n = match self.stream.read_full(buf) {
+            Ok(n) => n,
+            // More output than declared, however the decoder noticed it: said as
+            // ccob::decompress says it.
+            Err(_) if self.stream.position() > self.limit => return Err(self.size_error()),
+            Err(e) => return Err(e),
+        };
         if let Some(hasher) = &mut self.hasher {
             hasher.update(buf.get(..n).unwrap_or_default());
         }
@@ -473,7 +481,7 @@ impl Decoded<'_> {
     }
 
     /// Reads (and hashes) the output up to position `to`.
-    fn skip_to(&mut self, to: u64, limit: u64) -> Result<(), FormatError> {
+    fn skip_to(&mut self, to: u64) -> Result<(), FormatError> {
         while self.stream.position() < to {
             let want = (to - self.stream.position()).min(64 << 10) as usize;
             let mut scratch = std::mem::take(&mut self.scratch);
@@ -481,7 +489,7 @@ impl Decoded<'_> {
             let read = self.read(&mut scratch);
             self.scratch = scratch;
             if read? < want {
-                return Err(self.size_error(limit));
+                return Err(self.size_error());
             }
         }
         Ok(())
@@ -489,7 +497,7 @@ impl Decoded<'_> {
 
     /// Appends the next `len - buf.len()` bytes of output to `buf`, which grows with the data
     /// produced rather than with what a header claims.
-    fn read_into(&mut self, buf: &mut Vec<u8>, len: u64, limit: u64) -> Result<(), FormatError> {
+    fn read_into(&mut self, buf: &mut Vec<u8>, len: u64) -> Result<(), FormatError> {
         while (buf.len() as u64) < len {
             let have = buf.len();
             let want = (len - have as u64).min(4 << 20) as usize;
@@ -497,22 +505,15 @@ impl Decoded<'_> {
             let n = self.read(buf.get_mut(have..).unwrap_or_default())?;
             buf.truncate(have + n);
             if n < want {
-                return Err(self.size_error(limit));
+                return Err(self.size_error());
             }
         }
         Ok(())
     }
 
-    /// [`ccob::decompress`]'s error for output of another size than declared.
-    fn size_error(&self, limit: u64) -> FormatError {
-        FormatError::new(
-            Kind::Ccob,
-            0,
-            format!(
-                "decompressed to {} bytes, header declares {limit}",
-                self.stream.position()
-            ),
-        )
+    /// The error for output of another size than declared.
+    fn size_error(&self) -> FormatError {
+        ccob::size_mismatch(self.stream.position(), self.limit)
     }
 }
 
@@ -1734,22 +1735,7 @@ impl Walker<'_, '_> {
     ) -> Result<u64, FormatError> {
         let header = self.bundle_header(data, place.file_base)?;
         let end = header.end();
-        let cid = self.container(
-            place.parent,
-            ContainerKind::Bundle {
-                entries: header.entries.len(),
-                fatbin_index,
-            },
-            0,
-            place.file_base,
-            Some(end),
-        );
-        // The container's own offset is relative to its parent; fix it up from the place.
-        let bplace = Place {
-            parent: Some(cid),
-            ..place
-        };
-        self.check_overlaps(&header, cid, place.file_base);
+        let bplace = self.bundle_container(&header, place, fatbin_index, Some(end));
         for e in &header.entries {
             let bytes = Bytes::new(data)
                 .read_at(e.offset, e.size)
@@ -1767,6 +1753,33 @@ impl Walker<'_, '_> {
             );
         }
         Ok(end)
+    }
+
+    /// Records the bundle `header` describes at `place` (`size` bytes, where known) and its
+    /// overlapping entries; returns the place of its entries.
+    fn bundle_container(
+        &mut self,
+        header: &BundleHeader,
+        place: Place,
+        fatbin_index: Option<usize>,
+        size: Option<u64>,
+    ) -> Place {
+        let cid = self.container(
+            place.parent,
+            ContainerKind::Bundle {
+                entries: header.entries.len(),
+                fatbin_index,
+            },
+            0,
+            place.file_base,
+            size,
+        );
+        self.check_overlaps(header, cid, place.file_base);
+        // The container's own offset is relative to its parent; fix it up from the place.
+        Place {
+            parent: Some(cid),
+            ..place
+        }
     }
 
     /// Reads a bundle's header, touching only the header's bytes.
@@ -1794,6 +1807,19 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// Forgets the nested containers read from `buf`, a buffer of this walk about to be
+    /// refilled or freed: `nested_seen` knows data by its address, and the next bytes at the
+    /// same address (the next entry decoded into the buffer, or a later allocation reusing the
+    /// memory) are other data.
+    fn forget_nested_in(&mut self, buf: &[u8]) {
+        if self.nested_seen.is_empty() {
+            return;
+        }
+        let lo = buf.as_ptr() as usize;
+        let hi = lo.saturating_add(buf.len());
+        self.nested_seen.retain(|&(p, _)| !(lo..hi).contains(&p));
+    }
+
     fn check_overlaps(&mut self, header: &BundleHeader, cid: usize, base: Option<u64>) {
         for (a, b) in bundle::overlaps(header) {
             self.diag(
@@ -1814,8 +1840,11 @@ impl Walker<'_, '_> {
     ) -> Result<Option<u64>, FormatError> {
         // The header from a read, not through the map: a touch of a mapped page maps the whole
         // folio of the page cache around it (up to 2 MiB), for 32 bytes.
+        // What was read at this offset before may reach past `data` (a bundle start read for a
+        // longer range): only `data`'s bytes count.
         let head = self.peek_start(data, place.file_base, 0);
-        let h = CcobHeader::parse_within(&head, data.len() as u64)?;
+        let head = head.get(..data.len()).unwrap_or(&head);
+        let h = CcobHeader::parse_within(head, data.len() as u64)?;
         let cid = self.container(
             place.parent,
             ContainerKind::Ccob {
@@ -1848,7 +1877,7 @@ impl Walker<'_, '_> {
                 self.diag_err(Some(cid), place.file_base, e);
                 return Ok(h.total_size);
             }
-        } else if let Err(e) = self.ccob_headers(&h, data, &head, place.file_base, inner) {
+        } else if let Err(e) = self.ccob_headers(&h, data, head, place.file_base, inner) {
             self.diag_err(Some(cid), None, e);
         }
         if h.total_size.is_some() {
@@ -1886,6 +1915,7 @@ impl Walker<'_, '_> {
         if let Err(e) = self.bundle(&bytes, inner, None) {
             self.diag_err(Some(cid), None, e);
         }
+        self.forget_nested_in(&bytes);
         Ok(())
     }
 
@@ -1923,6 +1953,7 @@ impl Walker<'_, '_> {
         let limit = h.uncompressed_size;
         let mut dec = Decoded {
             stream: open_ccob(self.opts, h, data, at, true).ok()?,
+            limit,
             hasher: self.opts.check_hashes.then(ccob::Hasher::default),
             scratch: Vec::new(),
         };
@@ -1938,21 +1969,8 @@ impl Walker<'_, '_> {
             end = e.offset.checked_add(e.size).filter(|&x| x <= limit)?;
         }
         // From here on, as Walker::bundle over the decoded bytes.
-        let bid = self.container(
-            inner.parent,
-            ContainerKind::Bundle {
-                entries: header.entries.len(),
-                fatbin_index: None,
-            },
-            0,
-            inner.file_base,
-            Some(header.end()),
-        );
-        let bplace = Place {
-            parent: Some(bid),
-            ..inner
-        };
-        self.check_overlaps(&header, bid, inner.file_base);
+        let first_diag = self.out.diagnostics.len();
+        let bplace = self.bundle_container(&header, inner, None, Some(header.end()));
         let mut bytes = Vec::new();
         for e in &header.entries {
             bytes.clear();
@@ -1963,8 +1981,8 @@ impl Walker<'_, '_> {
                 bytes.extend_from_slice(from_prefix);
                 let rest = e.offset.saturating_add(bytes.len() as u64);
                 let read = dec
-                    .skip_to(rest, limit)
-                    .and_then(|()| dec.read_into(&mut bytes, e.size, limit));
+                    .skip_to(rest)
+                    .and_then(|()| dec.read_into(&mut bytes, e.size));
                 if let Err(err) = read {
                     return Some(Err(err));
                 }
@@ -1980,17 +1998,23 @@ impl Walker<'_, '_> {
                 e.size,
                 e.offset,
             );
+            self.forget_nested_in(&bytes);
         }
         // The rest of the frame, for its size and hash: one byte more is an error.
-        if let Err(err) = dec.skip_to(limit, limit) {
+        if let Err(err) = dec.skip_to(limit) {
             return Some(Err(err));
         }
         let mut probe = [0u8; 1];
         if dec.read(&mut probe).is_err() || dec.stream.position() != limit {
-            return Some(Err(dec.size_error(limit)));
+            return Some(Err(dec.size_error()));
         }
         let computed = dec.hasher.map(ccob::Hasher::finish);
+        // Where the whole-buffer reading records it: before the bundle's own findings.
+        let after = self.out.diagnostics.len();
         self.ccob_hash(h, at, cid, computed);
+        if let Some(moved) = self.out.diagnostics.get_mut(first_diag..) {
+            moved.rotate_left(after - first_diag);
+        }
         Some(Ok(()))
     }
 
@@ -2020,21 +2044,8 @@ impl Walker<'_, '_> {
         let mut stream = open(false)?;
         let (prefix, header_len) = read_bundle_table(limit, |buf| stream.read_full(buf))?;
         let header = bundle::parse(prefix.get(..header_len as usize).unwrap_or_default(), false)?;
-        let cid = self.container(
-            place.parent,
-            ContainerKind::Bundle {
-                entries: header.entries.len(),
-                fatbin_index: None,
-            },
-            0,
-            None,
-            Some(h.uncompressed_size),
-        );
-        let bplace = Place {
-            parent: Some(cid),
-            ..place
-        };
-        self.check_overlaps(&header, cid, None);
+        let bplace = self.bundle_container(&header, place, None, Some(h.uncompressed_size));
+        let cid = bplace.parent;
         let mut order: Vec<_> = header.entries.iter().collect();
         order.sort_by_key(|e| e.offset);
         let deepest = order
@@ -2053,7 +2064,7 @@ impl Walker<'_, '_> {
         for e in order {
             let end = e.offset.checked_add(e.size);
             if end.is_none_or(|end| end > h.uncompressed_size) {
-                self.diag(ReadCode::MalformedBundle, Some(cid), None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw, e.offset, e.size, h.uncompressed_size));
+                self.diag(ReadCode::MalformedBundle, cid, None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw, e.offset, e.size, h.uncompressed_size));
                 continue;
             }
             if e.size == 0 {
@@ -2063,7 +2074,7 @@ impl Walker<'_, '_> {
             if e.offset > limit {
                 self.diag(
                     ReadCode::DecompressionLimit,
-                    Some(cid),
+                    cid,
                     None,
                     e.offset,
                     format!(
@@ -2082,7 +2093,7 @@ impl Walker<'_, '_> {
                 {
                     Ok(b) => b,
                     Err(err) => {
-                        self.diag_err(Some(cid), None, err);
+                        self.diag_err(cid, None, err);
                         break;
                     }
                 }
@@ -2092,7 +2103,7 @@ impl Walker<'_, '_> {
             if (bytes.len() as u64) < want {
                 self.diag(
                     ReadCode::MalformedCcob,
-                    Some(cid),
+                    cid,
                     None,
                     e.offset,
                     format!("compressed data ends inside entry #{}", e.index),
@@ -2114,6 +2125,7 @@ impl Walker<'_, '_> {
                     e.size,
                     e.offset,
                 );
+                self.forget_nested_in(&bytes);
             }
         }
         Ok(())
@@ -2145,6 +2157,7 @@ impl Walker<'_, '_> {
                             compressed: true,
                         };
                         self.offload_images(&inflated_bin, &inflated, inner);
+                        self.forget_nested_in(&inflated);
                     }
                     Err(e) => self.diag_err(Some(bid), bplace.file_base, e),
                 }

@@ -84,6 +84,15 @@ fn ccob_hash_mismatch_is_a_warning_not_an_error() {
     };
     assert_eq!(hash_ok(&i), Some(Some(false)));
     assert_eq!(hash_ok(&unchecked), Some(None));
+    // The hash's finding comes before those of the bundle inside, though the hash is known
+    // only once the stream has been read past every entry.
+    let mut bundle = fixture("tu1.hipfb");
+    let at = find(&bundle, b"hipv4-amdgcn-amd-amdhsa--gfx1030");
+    bundle[at + 31] = b'1';
+    let mut data = ccob::compress(&bundle, 3, ccob::Method::Zstd, 3).unwrap();
+    data[24] ^= 0xff;
+    let i = inspect(&data, &full);
+    assert_eq!(codes(&i), ["ccob-hash-mismatch", "entry-target-mismatch"]);
 }
 
 #[test]
@@ -347,6 +356,7 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
     let ids: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
     let (a, b) = (&entries[1].1, &entries[2].1);
     assert!(a.len() > 1000 && b.len() > 1000, "two real code objects");
+    let tu1 = fixture("tu1.hipfb");
     // The compressed reading decodes the table from a 16 KiB prefix: an entry inside it, one
     // across its end, one far beyond; in the table's order, reversed, and overlapping.
     let layouts: Vec<(&str, Vec<u8>)> = vec![
@@ -370,6 +380,20 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
         (
             "overlapping",
             bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, 4096 + 64)]),
+        ),
+        // Two entries that are the same bundle, of the same length: each is walked (the
+        // walk knows nested data by its address, and one buffer takes entry after entry).
+        (
+            "entries that are bundles",
+            bundle_at(&[
+                (ids[0], b"", 0),
+                (ids[1], &tu1, 4096),
+                (
+                    ids[2],
+                    &tu1,
+                    (4096 + tu1.len() as u64).next_multiple_of(4096),
+                ),
+            ]),
         ),
     ];
     for (what, plain) in &layouts {
