@@ -2550,3 +2550,48 @@ fn merged_ranges(segs: &[elf::Segment]) -> Vec<(u64, u64)> {
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes read as a file is.
+    struct Mem(Vec<u8>);
+
+    impl ReadAt for Mem {
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+            let from = self.0.get(offset as usize..).unwrap_or_default();
+            let n = from.len().min(buf.len());
+            buf[..n].copy_from_slice(&from[..n]);
+            Ok(n)
+        }
+    }
+
+    /// A CCOB header is read from its own range: bytes read earlier at the same offset for a
+    /// longer range (a wrapper's pointer resolved over the whole section) do not count.
+    #[test]
+    fn a_ccob_header_is_parsed_from_its_own_range_only() {
+        let bundle = bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", b"abc")]);
+        let blob = ccob::compress(&bundle, 3, ccob::Method::Zstd, 3).unwrap();
+        let mut file = vec![0u8; 100];
+        file.extend(&blob);
+        let mem = Mem(file.clone());
+        let opts = Options {
+            file: Some(&mem),
+            ..Options::default()
+        };
+        let mut w = Walker::new(&opts, None);
+        // What a longer range read there first.
+        let head = w.peek_start(&file, Some(0), 100).into_owned();
+        assert!(head.len() > 32);
+        let place = Place {
+            parent: None,
+            file_base: Some(100),
+            compressed: false,
+        };
+        // The range given is 16 bytes: half a version-3 header.
+        let e = w.ccob(&file[100..116], place, None).unwrap_err();
+        assert_eq!(e.message, "truncated v3 header: 16 of 32 bytes");
+        assert_eq!(e.offset, 0);
+    }
+}
