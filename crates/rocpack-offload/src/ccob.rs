@@ -439,7 +439,10 @@ impl<R: BufRead> ZstdFrame<R> {
             let mut dst = OutBuffer::around_pos(sp.buffer.bytes(), sp.produced);
             let hint = ctx.decompress_stream(&mut dst, &mut src).map_err(|code| {
                 // The buffer is the declared size: a frame longer than that runs out of it.
-                if zstd::zstd_safe::get_error_name(code) == "Destination buffer is too small" {
+                // (zstd returns an error as the negated ZSTD_ErrorCode.)
+                let too_small =
+                    zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall;
+                if code == (too_small as usize).wrapping_neg() {
                     std::io::Error::other(Overrun)
                 } else {
                     zstd_error(code)

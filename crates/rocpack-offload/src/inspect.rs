@@ -113,6 +113,18 @@ impl ReadAt for std::fs::File {
     }
 }
 
+/// Bytes in memory, read as a file of that length is.
+impl ReadAt for [u8] {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let from = Bytes::new(self).tail(offset).unwrap_or_default();
+        let n = from.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), from.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        Ok(n)
+    }
+}
+
 impl<T: ReadAt + ?Sized> ReadAt for &T {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         (**self).read_at(offset, buf)
@@ -2555,18 +2567,6 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// Bytes read as a file is.
-    struct Mem(Vec<u8>);
-
-    impl ReadAt for Mem {
-        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-            let from = self.0.get(offset as usize..).unwrap_or_default();
-            let n = from.len().min(buf.len());
-            buf[..n].copy_from_slice(&from[..n]);
-            Ok(n)
-        }
-    }
-
     /// A CCOB header is read from its own range: bytes read earlier at the same offset for a
     /// longer range (a wrapper's pointer resolved over the whole section) do not count.
     #[test]
@@ -2575,7 +2575,7 @@ mod tests {
         let blob = ccob::compress(&bundle, 3, ccob::Method::Zstd, 3).unwrap();
         let mut file = vec![0u8; 100];
         file.extend(&blob);
-        let mem = Mem(file.clone());
+        let mem: &[u8] = &file;
         let opts = Options {
             file: Some(&mem),
             ..Options::default()

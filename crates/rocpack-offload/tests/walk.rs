@@ -176,7 +176,7 @@ fn relocations_are_used_when_the_in_place_pointer_is_zero() {
     assert!(i.diagnostics.is_empty(), "{:?}", i.diagnostics);
     assert_eq!(device_targets(&i).len(), 5);
     // The same with the file at hand: the relocation table is then read with pread.
-    let mem = Mem(&data);
+    let mem: &[u8] = &data;
     let opts = Options {
         file: Some(&mem),
         ..Options::default()
@@ -306,18 +306,6 @@ fn bundle_at(entries: &[(&str, &[u8], u64)]) -> Vec<u8> {
     out
 }
 
-/// Bytes in memory read as a file is, with `pread`.
-struct Mem<'a>(&'a [u8]);
-
-impl rocpack_offload::ReadAt for Mem<'_> {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        let from = self.0.get(offset as usize..).unwrap_or_default();
-        let n = from.len().min(buf.len());
-        buf[..n].copy_from_slice(&from[..n]);
-        Ok(n)
-    }
-}
-
 /// What a full reading hands the sink: (entry ID, the entry's bytes), in the order given.
 fn entries_seen(
     data: &[u8],
@@ -400,7 +388,7 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
         let (want_i, want) = entries_seen(plain, None);
         for version in [2, 3] {
             let ccob = ccob::compress(plain, version, ccob::Method::Zstd, 3).unwrap();
-            let mem = Mem(&ccob);
+            let mem: &[u8] = &ccob;
             let pread: &dyn rocpack_offload::ReadAt = &mem;
             for (how, file) in [("from memory", None), ("with pread", Some(pread))] {
                 let (i, got) = entries_seen(&ccob, file);
