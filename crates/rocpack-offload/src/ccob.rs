@@ -242,11 +242,14 @@ impl Drop for Held {
     }
 }
 
-/// The process's budget for zstd windows held in memory: 96 MiB, so that reading any file or
-/// package stays within 128 MB of resident memory (issue 14) with the rest of a walk. clang
+/// The process's budget for zstd windows held in memory: 16 MiB, so that reading any file or
+/// package stays within 64 MB of resident memory (issue 16) with the rest of a walk. clang
 /// writes single-segment frames whose window is the whole bundle: jax-rocm7-pjrt 0.12.0's
-/// plugin has 45 of them, the largest 113,646,944 bytes.
-pub static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(96 << 20);
+/// plugin has 45 of them, the largest 113,646,944 bytes, and 44 over 16 MiB. Those are decoded
+/// into a [`Spill`] buffer, which keeps resident only the last [`RELEASE_KEEP`] bytes and what
+/// the decoder reads back. (At 96 MiB, `show --kernels` on that plugin held windows of up to
+/// 82 MB: 106,668 KiB peak; at 16 MiB, 62,000 KiB and about 10 % more time.)
+pub static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(16 << 20);
 
 /// Windows up to this size are not counted: a context that small is what reading the headers
 /// of a typical bundle costs, and it may be pooled ([`CONTEXT_KEPT_BYTES`]).
@@ -282,8 +285,8 @@ struct Spilled {
     produced: usize,
     /// Output handed to the reader.
     delivered: usize,
-    /// Bytes below this have been released.
-    released: usize,
+    /// What had been produced at the last release.
+    released_at: usize,
 }
 
 /// Compressed bytes given to a spilling decoder at a time (see `read_spilled`). Small, because
@@ -292,10 +295,16 @@ struct Spilled {
 /// the reader, all of it resident until released.
 const SPILL_FEED: usize = 512;
 
-/// Release the output each time this much more of it has been produced. Output not yet
-/// delivered stays in the file and comes back when the reader copies it out; releasing it too
-/// keeps what one feed decodes from staying resident.
-const RELEASE_EVERY: usize = 8 << 20;
+/// Release the output older than [`RELEASE_KEEP`] each time this much more of it has been
+/// produced. Output not yet delivered stays in the file and comes back when the reader copies
+/// it out. Often, because each match the decoder reads from further back maps the pages
+/// around it again (the kernel's fault-around, 64 KiB): between two releases 8 MiB apart, the
+/// jax plugin's frames mapped 20-30 MB back in.
+const RELEASE_EVERY: usize = 512 << 10;
+
+/// The most recent output kept mapped at a release: most matches reach only this far back,
+/// and releasing them too would fault their pages in again at once.
+const RELEASE_KEEP: usize = 4 << 20;
 
 /// The window a zstd frame needs, read from its header (RFC 8878, 3.1.1.1): the frame content
 /// size for a single-segment frame, else the window descriptor's size. `None` when `head` is
@@ -370,7 +379,7 @@ impl<R: BufRead> ZstdFrame<R> {
                         buffer,
                         produced: 0,
                         delivered: 0,
-                        released: 0,
+                        released_at: 0,
                     });
                 }
             }
@@ -470,9 +479,9 @@ impl<R: BufRead> ZstdFrame<R> {
             src.len()
         };
         sp.delivered += n;
-        if sp.produced - sp.released >= RELEASE_EVERY {
-            sp.buffer.release(sp.produced);
-            sp.released = sp.produced;
+        if sp.produced - sp.released_at >= RELEASE_EVERY {
+            sp.buffer.release(sp.produced.saturating_sub(RELEASE_KEEP));
+            sp.released_at = sp.produced;
         }
         Ok(n)
     }
@@ -1056,7 +1065,14 @@ mod tests {
         .unwrap();
         assert_eq!(read_all(&mut spilled), bundle);
         drop(spilled);
-        assert!(RELEASED.load(std::sync::atomic::Ordering::Relaxed) >= 16 << 20);
+        // Released as it goes, but never the most recent output the decoder reads matches from.
+        let released = RELEASED.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(released >= 16 << 20, "released below {released}");
+        assert!(
+            released <= bundle.len() - RELEASE_KEEP,
+            "released below {released} of {}",
+            bundle.len()
+        );
         // With room, the window is held in memory and given back when the frame is done.
         let mut held = Stream::spilling(
             h.method,
