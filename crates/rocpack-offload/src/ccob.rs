@@ -576,6 +576,10 @@ pub struct Stream<'a> {
     inner: Box<dyn Read + 'a>,
     pos: u64,
     limit: u64,
+    /// Hashes the output as it is read, once asked ([`Stream::hash_output`]).
+    hasher: Option<Hasher>,
+    /// Room for output that is skipped, kept from one skip to the next.
+    scratch: Vec<u8>,
 }
 
 impl<'a> Stream<'a> {
@@ -618,7 +622,20 @@ impl<'a> Stream<'a> {
             inner,
             pos: 0,
             limit,
+            hasher: None,
+            scratch: Vec::new(),
         })
+    }
+
+    /// Hashes all output read (or skipped) from here on, as clang hashes a CCOB's bundle
+    /// ([`hash`]); [`Stream::output_hash`] gives the hash so far.
+    pub fn hash_output(&mut self) {
+        self.hasher = Some(Hasher::default());
+    }
+
+    /// The [`hash`] of the output read since [`Stream::hash_output`], if that was called.
+    pub fn output_hash(&self) -> Option<u64> {
+        self.hasher.clone().map(Hasher::finish)
     }
 
     /// Bytes of output produced so far.
@@ -659,6 +676,9 @@ impl<'a> Stream<'a> {
         if self.pos > self.limit {
             return Err(self.overrun());
         }
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(buf.get(..filled).unwrap_or_default());
+        }
         Ok(filled)
     }
 
@@ -678,25 +698,40 @@ impl<'a> Stream<'a> {
     /// # Errors
     /// As [`Stream::read_full`]; also when the stream ends before `to`.
     pub fn skip_to(&mut self, to: u64) -> Result<(), FormatError> {
-        if self.pos >= to {
+        if self.skip_until(to)? {
             return Ok(());
         }
-        let mut scratch = vec![0u8; 64 << 10];
-        while self.pos < to {
-            let want = (to - self.pos).min(scratch.len() as u64) as usize;
-            let n = self.read_full(scratch.get_mut(..want).unwrap_or_default())?;
-            if n < want {
-                return Err(FormatError::new(
-                    Kind::Ccob,
-                    0,
-                    format!(
-                        "compressed data ends at {} output bytes, before {to}",
-                        self.pos
-                    ),
-                ));
-            }
+        Err(FormatError::new(
+            Kind::Ccob,
+            0,
+            format!(
+                "compressed data ends at {} output bytes, before {to}",
+                self.pos
+            ),
+        ))
+    }
+
+    /// Discards output up to position `to`: `false` when the stream ends before.
+    ///
+    /// # Errors
+    /// As [`Stream::read_full`].
+    pub fn skip_until(&mut self, to: u64) -> Result<bool, FormatError> {
+        if self.pos >= to {
+            return Ok(true);
         }
-        Ok(())
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.resize(64 << 10, 0);
+        let reached = (|| {
+            while self.pos < to {
+                let want = (to - self.pos).min(scratch.len() as u64) as usize;
+                if self.read_full(scratch.get_mut(..want).unwrap_or_default())? < want {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })();
+        self.scratch = scratch;
+        reached
     }
 
     /// Reads `len` bytes (fewer at the end of the stream) into a new buffer.
@@ -709,23 +744,33 @@ impl<'a> Stream<'a> {
 
     /// [`Stream::read_vec`], reserving `reserve` bytes up front (at most `len`): the caller
     /// bounds it by what the input can plausibly produce, since `len` comes from the file.
-    /// Output is decoded straight into the buffer, which grows with the data produced.
     ///
     /// # Errors
     /// As [`Stream::read_full`].
     pub fn read_vec_reserving(&mut self, len: u64, reserve: u64) -> Result<Vec<u8>, FormatError> {
         let mut out: Vec<u8> = Vec::with_capacity(usize::try_from(reserve.min(len)).unwrap_or(0));
-        while (out.len() as u64) < len {
-            let want = (len - out.len() as u64).min(4 << 20) as usize;
-            let at = out.len();
-            out.resize(at + want, 0);
-            let n = self.read_full(out.get_mut(at..).unwrap_or_default())?;
-            out.truncate(at + n);
+        self.read_append(&mut out, len)?;
+        Ok(out)
+    }
+
+    /// Appends output to `buf` until it holds `len` bytes: `false` when the stream ends before.
+    /// Output is decoded straight into the buffer, which grows with the data produced (4 MiB at
+    /// a time) rather than with `len`, which comes from the file.
+    ///
+    /// # Errors
+    /// As [`Stream::read_full`].
+    pub fn read_append(&mut self, buf: &mut Vec<u8>, len: u64) -> Result<bool, FormatError> {
+        while (buf.len() as u64) < len {
+            let at = buf.len();
+            let want = (len - at as u64).min(4 << 20) as usize;
+            buf.resize(at + want, 0);
+            let n = self.read_full(buf.get_mut(at..).unwrap_or_default())?;
+            buf.truncate(at + n);
             if n < want {
-                break;
+                return Ok(false);
             }
         }
-        Ok(out)
+        Ok(true)
     }
 }
 

@@ -466,61 +466,46 @@ fn open_ccob<'x>(
     }
 }
 
-/// A CCOB's output read in order, each byte hashed on the way when asked.
+/// A CCOB's output read in order, with [`ccob::decompress`]'s error for output of another size
+/// than declared.
 struct Decoded<'x> {
     stream: ccob::Stream<'x>,
     /// The declared uncompressed size.
     limit: u64,
-    hasher: Option<ccob::Hasher>,
-    /// Room for output read only to be hashed.
-    scratch: Vec<u8>,
 }
 
 impl Decoded<'_> {
     /// Reads up to `buf.len()` bytes; fewer only where the stream ends.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, FormatError> {
-        let n = match self.stream.read_full(buf) {
-            Ok(n) => n,
-            // More output than declared, however the decoder noticed it: said as
-            // ccob::decompress says it.
-            Err(_) if self.stream.position() > self.limit => return Err(self.size_error()),
-            Err(e) => return Err(e),
-        };
-        if let Some(hasher) = &mut self.hasher {
-            hasher.update(buf.get(..n).unwrap_or_default());
-        }
-        Ok(n)
+        self.stream.read_full(buf).map_err(|e| self.sized(e))
     }
 
-    /// Reads (and hashes) the output up to position `to`.
+    /// Reads the output up to position `to`.
     fn skip_to(&mut self, to: u64) -> Result<(), FormatError> {
-        while self.stream.position() < to {
-            let want = (to - self.stream.position()).min(64 << 10) as usize;
-            let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.resize(want, 0);
-            let read = self.read(&mut scratch);
-            self.scratch = scratch;
-            if read? < want {
-                return Err(self.size_error());
-            }
+        match self.stream.skip_until(to) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(self.size_error()),
+            Err(e) => Err(self.sized(e)),
         }
-        Ok(())
     }
 
-    /// Appends the next `len - buf.len()` bytes of output to `buf`, which grows with the data
-    /// produced rather than with what a header claims.
+    /// Appends the next `len - buf.len()` bytes of output to `buf`.
     fn read_into(&mut self, buf: &mut Vec<u8>, len: u64) -> Result<(), FormatError> {
-        while (buf.len() as u64) < len {
-            let have = buf.len();
-            let want = (len - have as u64).min(4 << 20) as usize;
-            buf.resize(have + want, 0);
-            let n = self.read(buf.get_mut(have..).unwrap_or_default())?;
-            buf.truncate(have + n);
-            if n < want {
-                return Err(self.size_error());
-            }
+        match self.stream.read_append(buf, len) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(self.size_error()),
+            Err(e) => Err(self.sized(e)),
         }
-        Ok(())
+    }
+
+    /// `e`, or the size error when the output went past the declared size, however the decoder
+    /// noticed it.
+    fn sized(&self, e: FormatError) -> FormatError {
+        if self.stream.position() > self.limit {
+            self.size_error()
+        } else {
+            e
+        }
     }
 
     /// The error for output of another size than declared.
@@ -1966,9 +1951,10 @@ impl Walker<'_, '_> {
         let mut dec = Decoded {
             stream: open_ccob(self.opts, h, data, at, true).ok()?,
             limit,
-            hasher: self.opts.check_hashes.then(ccob::Hasher::default),
-            scratch: Vec::new(),
         };
+        if self.opts.check_hashes {
+            dec.stream.hash_output();
+        }
         let (prefix, header_len) = read_bundle_table(limit, |buf| dec.read(buf)).ok()?;
         let header =
             bundle::parse_header(prefix.get(..header_len as usize).unwrap_or_default(), limit)
@@ -2020,7 +2006,7 @@ impl Walker<'_, '_> {
         if dec.read(&mut probe).is_err() || dec.stream.position() != limit {
             return Some(Err(dec.size_error()));
         }
-        let computed = dec.hasher.map(ccob::Hasher::finish);
+        let computed = dec.stream.output_hash();
         // Where the whole-buffer reading records it: before the bundle's own findings.
         let after = self.out.diagnostics.len();
         self.ccob_hash(h, at, cid, computed);
