@@ -1032,6 +1032,47 @@ mod tests {
         }
     }
 
+    /// Output read, skipped and appended in any mix is hashed once, in order, as `hash` hashes
+    /// the whole; an early end is told apart from reaching the position asked for.
+    #[test]
+    fn a_stream_hashes_what_it_reads_and_skips_and_says_where_it_ends() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let bundle = crate::bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", &data)]);
+        let len = bundle.len() as u64;
+        for method in [Method::Zlib, Method::Zstd] {
+            let blob = compress(&bundle, 3, method, 3).unwrap();
+            let h = CcobHeader::parse(&blob).unwrap();
+            let mut s = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+            s.hash_output();
+            let mut head = [0u8; 100];
+            assert_eq!(s.read_full(&mut head).unwrap(), 100);
+            assert!(s.skip_until(70_000).unwrap());
+            assert!(s.skip_until(50).unwrap(), "already past: nothing to do");
+            let mut buf = b"kept".to_vec();
+            assert!(s.read_append(&mut buf, 4 + 100_000).unwrap());
+            assert_eq!(&buf[4..], &bundle[70_000..170_000]);
+            // Past the end: false, with everything there was read and hashed.
+            assert!(!s.skip_until(len + 10).unwrap());
+            assert_eq!(s.position(), len);
+            let more = buf.len() as u64 + 1;
+            assert!(!s.read_append(&mut buf, more).unwrap());
+            assert_eq!(s.output_hash(), Some(hash(&bundle)));
+            assert_eq!(h.hash, hash(&bundle));
+            let err = s.skip_to(len + 1).unwrap_err();
+            assert_eq!(
+                err.message,
+                format!(
+                    "compressed data ends at {len} output bytes, before {}",
+                    len + 1
+                )
+            );
+            // Not asked: no hash.
+            let mut s = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+            assert!(s.skip_until(len).unwrap());
+            assert_eq!(s.output_hash(), None);
+        }
+    }
+
     /// A spill buffer in memory that forgets nothing; `release` records how far it was called.
     struct VecSpill;
     struct VecBuffer(Vec<u8>, std::sync::Arc<std::sync::atomic::AtomicUsize>);
