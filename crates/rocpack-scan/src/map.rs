@@ -596,6 +596,11 @@ mod tests {
         assert_eq!(buf.bytes()[512 << 10], 9);
         assert_eq!(buf.fault(), Some(512 << 10));
         assert_eq!(buf.bytes()[100], 7);
+        // The pages past the fault are anonymous now: releasing them would zero them, so a
+        // release after a fault gives back nothing.
+        buf.release(1 << 20);
+        assert_eq!(buf.bytes()[512 << 10], 9);
+        assert_eq!(buf.bytes()[100], 7);
     }
 
     /// A frame whose window does not fit decodes through the temporary file to the same bytes,
