@@ -16,12 +16,12 @@
 # BASELINE_BINARY: a built rocpack to compare with, e.g. main's (bench/run.sh builds any
 # revision); RUNS=n sets the number of pairs on librocsparse (default 7).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench_name=bench/kernels.sh
+. "$(dirname "$0")/lib.sh"
 baseline=${1:?usage: bench/kernels.sh BASELINE_BINARY}
 runs=${RUNS:-7}
 scripts/install-deps.sh
 command -v hyperfine >/dev/null || { apt-get update -qq && apt-get install -y -qq hyperfine >/dev/null; }
-corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus}
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocpack-bench-kernels.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cp "$baseline" "$work/rocpack-base"
@@ -30,19 +30,7 @@ cargo build --release --locked --quiet -p rocpack
 cp target/release/rocpack "$work/rocpack-new"
 
 lib=$(scripts/fetch-corpus.sh librocsparse1)/usr/lib/x86_64-linux-gnu/librocsparse.so.1.0
-mkdir -p "$corpus/wheels"
-if ! ls "$corpus/wheels/jax_rocm7_pjrt-"*.whl >/dev/null 2>&1; then
-  pip download --quiet --no-deps jax-rocm7-pjrt -d "$corpus/wheels" >&2
-fi
-wheel=$(ls "$corpus/wheels/jax_rocm7_pjrt-"*.whl | sort -V | tail -n 1)
-python3 - "$wheel" "$work/xla_rocm_plugin.so" <<'EOF'
-import shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z:
-    name = next(n for n in z.namelist() if n.endswith("xla_rocm_plugin.so"))
-    with z.open(name) as src, open(sys.argv[2], "wb") as dst:
-        shutil.copyfileobj(src, dst)
-EOF
-jax=$work/xla_rocm_plugin.so
+jax=$(bench_jax_plugin)
 
 # A second run on the same day keeps the first one's raw output (which a note may cite).
 out=bench/results/kernels-$(date -u +%Y-%m-%d).txt
@@ -53,7 +41,7 @@ exec > >(tee "$out") 2>&1
 echo "# rocpack show --kernels benchmark, $(date -u +%FT%TZ), $(nproc) cores, $(uname -r), $(free -g | awk '/^Mem/{print $2}') GiB RAM"
 echo "# baseline: $base_desc; new: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')"
 echo "# librocsparse: $lib ($(stat -c %s "$lib") bytes)"
-echo "# jax plugin: $(basename "$wheel")!/…/xla_rocm_plugin.so ($(stat -c %s "$jax") bytes)"
+echo "# jax plugin: xla_rocm_plugin.so of the jax-rocm7-pjrt 0.12.0 wheel, $jax ($(stat -c %s "$jax") bytes)"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 

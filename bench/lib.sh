@@ -111,3 +111,26 @@ bench_hyperfine() {
 bench_warm() {
   cat "$@" > /dev/null
 }
+
+# bench_jax_plugin: the path of xla_rocm_plugin.so from the jax-rocm7-pjrt 0.12.0 wheel (459 MB;
+# 45 zstd-compressed bundles, 31 of them over the 16 MiB window budget): the wheel is downloaded
+# with pip into the corpus, and the plugin extracted once into the bench cache.
+bench_jax_plugin() {
+  local corpus=${ROCPACK_CORPUS:-$HOME/.cache/rocpack-corpus} wheel out=$bench_cache/xla_rocm_plugin-0.12.0.so
+  if [ ! -e "$out" ]; then
+    mkdir -p "$corpus/wheels" "$bench_cache"
+    if ! ls "$corpus/wheels/jax_rocm7_pjrt-0.12.0-"*.whl >/dev/null 2>&1; then
+      pip download --quiet --no-deps jax-rocm7-pjrt==0.12.0 -d "$corpus/wheels" >&2
+    fi
+    wheel=$(ls "$corpus/wheels/jax_rocm7_pjrt-0.12.0-"*.whl | head -n 1)
+    python3 - "$wheel" "$out.tmp.$$" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    name = next(n for n in z.namelist() if n.endswith("xla_rocm_plugin.so"))
+    with z.open(name) as src, open(sys.argv[2], "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
+    mv "$out.tmp.$$" "$out"
+  fi
+  echo "$out"
+}
