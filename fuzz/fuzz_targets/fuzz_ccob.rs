@@ -1,5 +1,6 @@
 //! Compressed offload bundles: header, payload length of v1, streaming prefix reads as the
-//! header-only walk does them, full decompression under a 16 MiB ceiling, and a round trip.
+//! header-only walk does them, full decompression under a 16 MiB ceiling, the same output read
+//! in pieces with its hash (as the streamed walk reads it), and a round trip.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -36,8 +37,23 @@ fuzz_target!(|data: &[u8]| {
 
         if let Ok(out) = ccob::decompress(&h, data, CEILING) {
             assert_eq!(out.len() as u64, h.uncompressed_size);
-            let _ = ccob::hash(&out);
             let _ = bundle::parse(&out, true);
+            // Read, skipped and appended in pieces with the hash on, as the streamed walk
+            // reads a bundle: the same bytes, and the hash of the whole.
+            let len = out.len() as u64;
+            let third = len / 3;
+            if let Ok(mut s) = Stream::new(h.method, payload, h.uncompressed_size) {
+                s.hash_output();
+                let mut buf = Vec::new();
+                assert!(s.read_append(&mut buf, third).expect("first third"));
+                assert!(s.skip_until(2 * third).expect("skip"));
+                assert!(s.read_append(&mut buf, len - third).expect("rest"));
+                assert_eq!(buf[..third as usize], out[..third as usize]);
+                assert_eq!(buf[third as usize..], out[2 * third as usize..]);
+                assert!(!s.skip_until(len + 1).expect("end"));
+                assert_eq!(s.position(), len);
+                assert_eq!(s.output_hash(), Some(ccob::hash(&out)));
+            }
         }
     }
 
