@@ -5,8 +5,8 @@
 use libfuzzer_sys::fuzz_target;
 use rocpack_amdgpu::compat::{Device, Policy};
 use rocpack_slim::plan::Limits;
-use rocpack_slim::{Input, render, verify_all};
 use rocpack_slim::{Compression, Keep, Operation, plan};
+use rocpack_slim::{Input, render, verify_all};
 
 fuzz_target!(|data: &[u8]| {
     let keep = Keep {
