@@ -270,6 +270,8 @@ pub trait Spill {
 pub trait SpillBuffer {
     /// The whole buffer.
     fn bytes(&mut self) -> &mut [u8];
+    /// The whole buffer, to read.
+    fn view(&self) -> &[u8];
     /// Gives back the memory of `..below`; its bytes must read the same afterwards (a file's
     /// pages are dropped from memory and read again from the file when touched).
     fn release(&mut self, below: usize);
@@ -335,6 +337,29 @@ fn frame_window(head: &[u8]) -> Option<u64> {
         1 => b.u16(at).ok().map(|v| u64::from(v) + 256),
         2 => b.u32(at).ok().map(u64::from),
         _ => b.u64(at).ok(),
+    }
+}
+
+/// A CCOB payload's decoder: its output read in order, and, when the frame is decoded into a
+/// [`SpillBuffer`], the output produced so far, where it was written.
+trait Decoder: Read {
+    /// The output produced so far, when it is all still readable in a spill buffer.
+    fn produced(&self) -> Option<&[u8]> {
+        None
+    }
+}
+
+impl<R: BufRead> Decoder for flate2::bufread::ZlibDecoder<R> {}
+
+impl<R: BufRead> Decoder for ZstdFrame<R> {
+    fn produced(&self) -> Option<&[u8]> {
+        let sp = self.spilled.as_ref()?;
+        // After a failed write the rest of the buffer is not the decoder's (the frame's next
+        // read fails): nothing is handed out then.
+        if sp.buffer.fault().is_some() {
+            return None;
+        }
+        sp.buffer.view().get(..sp.produced)
     }
 }
 
@@ -574,7 +599,7 @@ impl<R> Drop for ZstdFrame<R> {
 /// A streaming decoder over a CCOB payload that never produces more than the declared size,
 /// and so never more than the caller's ceiling.
 pub struct Stream<'a> {
-    inner: Box<dyn Read + 'a>,
+    inner: Box<dyn Decoder + 'a>,
     pos: u64,
     limit: u64,
     /// Hashes the output as it is read, once asked ([`Stream::hash_output`]).
@@ -612,7 +637,7 @@ impl<'a> Stream<'a> {
         spill: Option<&dyn Spill>,
         budget: Option<&'static rocpack_bytes::Budget>,
     ) -> Result<Self, FormatError> {
-        let inner: Box<dyn Read + 'a> = match method {
+        let inner: Box<dyn Decoder + 'a> = match method {
             Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
             Method::Zstd => Box::new(
                 ZstdFrame::new(payload, limit, spill, budget)
@@ -626,6 +651,23 @@ impl<'a> Stream<'a> {
             hasher: None,
             scratch: Vec::new(),
         })
+    }
+
+    /// Whether the frame is decoded into a spill buffer ([`Stream::decoded`] gives its output).
+    pub fn spilled(&self) -> bool {
+        self.inner.produced().is_some()
+    }
+
+    /// The output in `from..to`, when the frame is decoded into a spill buffer ([`Spill`]) and
+    /// has been read up to `to`: the bytes where the decoder wrote them, without a copy. They
+    /// stay readable while the borrow lasts (released pages come back from the file).
+    pub fn decoded(&self, from: u64, to: u64) -> Option<&[u8]> {
+        if to > self.pos {
+            return None;
+        }
+        let from = usize::try_from(from).ok()?;
+        let to = usize::try_from(to).ok()?;
+        self.inner.produced()?.get(from..to)
     }
 
     /// Hashes all output read (or skipped) from here on, as clang hashes a CCOB's bundle
@@ -1089,6 +1131,9 @@ mod tests {
     impl SpillBuffer for VecBuffer {
         fn bytes(&mut self) -> &mut [u8] {
             &mut self.0
+        }
+        fn view(&self) -> &[u8] {
+            &self.0
         }
         fn release(&mut self, below: usize) {
             RELEASES.lock().unwrap().push(below);

@@ -1970,9 +1970,17 @@ impl Walker<'_, '_> {
         let first_diag = self.out.diagnostics.len();
         let bplace = self.bundle_container(&header, inner, None, Some(header.end()));
         let mut bytes = Vec::new();
+        // A frame decoded into a temporary file holds each entry where the decoder wrote it:
+        // the walk reads it there (hipBLASLt's entries reach 171 MB) instead of from a copy.
+        let in_place = dec.stream.spilled();
         for e in &header.entries {
             bytes.clear();
-            if e.size > 0 {
+            let end = e.offset.saturating_add(e.size);
+            if e.size > 0 && in_place {
+                if let Err(err) = dec.skip_to(end) {
+                    return Some(Err(err));
+                }
+            } else if e.size > 0 {
                 // Entries lie apart and in order: the start of one may still be in the
                 // prefix read for the table, the rest comes from the stream.
                 let from_prefix = Bytes::new(&prefix).read_at_most(e.offset, e.size);
@@ -1985,18 +1993,37 @@ impl Walker<'_, '_> {
                     return Some(Err(err));
                 }
             }
+            let data = if in_place && e.size > 0 {
+                match dec.stream.decoded(e.offset, end) {
+                    Some(data) => data,
+                    // Not reached: the stream fails first when the file cannot hold the output.
+                    None => {
+                        return Some(Err(FormatError::new(
+                            Kind::Ccob,
+                            0,
+                            format!(
+                                "entry {} could not be read back from the temporary file it was \
+                                 decoded into",
+                                e.index
+                            ),
+                        )));
+                    }
+                }
+            } else {
+                &bytes
+            };
             self.entry(
                 bplace,
                 Some(e.index),
                 Some(e.id.clone()),
                 EntryBytes {
-                    data: &bytes,
+                    data,
                     complete: true,
                 },
                 e.size,
                 e.offset,
             );
-            self.forget_nested_in(&bytes);
+            self.forget_nested_in(data);
         }
         // The rest of the frame, for its size and hash: one byte more is an error.
         if let Err(err) = dec.skip_to(limit) {

@@ -306,15 +306,46 @@ fn bundle_at(entries: &[(&str, &[u8], u64)]) -> Vec<u8> {
     out
 }
 
+/// A spill buffer in memory (rocpack-scan's is a temporary file): frames whose window does not
+/// fit the window budget are decoded into it, and their entries read from it in place.
+struct MemSpill;
+struct MemBuffer(Vec<u8>);
+impl ccob::Spill for MemSpill {
+    fn buffer(&self, len: usize) -> std::io::Result<Box<dyn ccob::SpillBuffer>> {
+        Ok(Box::new(MemBuffer(vec![0; len])))
+    }
+}
+impl ccob::SpillBuffer for MemBuffer {
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+    fn view(&self) -> &[u8] {
+        &self.0
+    }
+    fn release(&mut self, _below: usize) {}
+    fn fault(&self) -> Option<u64> {
+        None
+    }
+}
+
 /// What a full reading hands the sink: (entry ID, the entry's bytes), in the order given.
 fn entries_seen(
     data: &[u8],
     file: Option<&dyn rocpack_offload::ReadAt>,
 ) -> (Inspection, Vec<(String, Vec<u8>)>) {
+    entries_seen_spilling(data, file, None)
+}
+
+fn entries_seen_spilling(
+    data: &[u8],
+    file: Option<&dyn rocpack_offload::ReadAt>,
+    spill: Option<&dyn ccob::Spill>,
+) -> (Inspection, Vec<(String, Vec<u8>)>) {
     let opts = Options {
         metadata: true,
         decompress: true,
         file,
+        spill,
         ..Options::default()
     };
     let mut seen = Vec::new();
@@ -361,6 +392,12 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
             "deep, with a gap",
             bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, 3 << 20)]),
         ),
+        // A window over the 16 MiB budget (ccob::WINDOWS): with a spill buffer, the frame is
+        // decoded into it and the entries are read where they were decoded.
+        (
+            "past the window budget",
+            bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, 20 << 20)]),
+        ),
         (
             "in reverse order",
             bundle_at(&[(ids[0], b"", 0), (ids[1], a, 1 << 20), (ids[2], b, 4096)]),
@@ -390,8 +427,13 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
             let ccob = ccob::compress(plain, version, ccob::Method::Zstd, 3).unwrap();
             let mem: &[u8] = &ccob;
             let pread: &dyn rocpack_offload::ReadAt = &mem;
-            for (how, file) in [("from memory", None), ("with pread", Some(pread))] {
-                let (i, got) = entries_seen(&ccob, file);
+            let spill: &dyn ccob::Spill = &MemSpill;
+            for (how, file, spill) in [
+                ("from memory", None, None),
+                ("with pread", Some(pread), None),
+                ("with pread and a spill buffer", Some(pread), Some(spill)),
+            ] {
+                let (i, got) = entries_seen_spilling(&ccob, file, spill);
                 let ctx = format!("{what}, CCOB v{version}, {how}");
                 assert_eq!(got.len(), want.len(), "{ctx}");
                 for ((gid, gb), (wid, wb)) in got.iter().zip(&want) {

@@ -362,6 +362,10 @@ impl rocpack_offload::ccob::SpillBuffer for SpillMap {
         &mut self.map
     }
 
+    fn view(&self) -> &[u8] {
+        &self.map
+    }
+
     fn release(&mut self, below: usize) {
         // Set by install_handler, which SpillMap::new called.
         let page = PAGE_SIZE.load(Ordering::Relaxed).max(1);
