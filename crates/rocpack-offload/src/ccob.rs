@@ -347,6 +347,10 @@ trait Decoder: Read {
     fn produced(&self) -> Option<&[u8]> {
         None
     }
+    /// Where the spill buffer failed, if it did.
+    fn spill_fault(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<R: BufRead> Decoder for flate2::bufread::ZlibDecoder<R> {}
@@ -360,6 +364,10 @@ impl<R: BufRead> Decoder for ZstdFrame<R> {
             return None;
         }
         sp.buffer.view().get(..sp.produced)
+    }
+
+    fn spill_fault(&self) -> Option<u64> {
+        self.spilled.as_ref()?.buffer.fault()
     }
 }
 
@@ -653,9 +661,16 @@ impl<'a> Stream<'a> {
         })
     }
 
-    /// Whether the frame is decoded into a spill buffer ([`Stream::decoded`] gives its output).
+    /// Whether the frame is decoded into a spill buffer ([`Stream::decoded`] gives its output)
+    /// that has not failed.
     pub fn spilled(&self) -> bool {
         self.inner.produced().is_some()
+    }
+
+    /// Where the spill buffer failed (no space, or an I/O error reading a page back), if the
+    /// frame is decoded into one and it did: its bytes from there on read as zeros.
+    pub fn spill_fault(&self) -> Option<u64> {
+        self.inner.spill_fault()
     }
 
     /// The output in `from..to`, when the frame is decoded into a spill buffer ([`Spill`]) and

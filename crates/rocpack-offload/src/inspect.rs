@@ -514,6 +514,22 @@ impl Decoded<'_> {
     }
 }
 
+/// The error for an entry of a bundle decoded into a temporary file ([`ccob::Spill`]) when the
+/// file failed under the walk: its bytes from the failure on read as zeros.
+fn spill_failed(stream: &ccob::Stream<'_>, index: usize) -> FormatError {
+    let at = stream
+        .spill_fault()
+        .map_or_else(String::new, |at| format!(" at {at} bytes"));
+    FormatError::new(
+        Kind::Ccob,
+        0,
+        format!(
+            "the temporary file holding the decoded bundle failed{at} while entry {index} was \
+             read from it (an I/O error in $TMPDIR?)"
+        ),
+    )
+}
+
 /// Bytes of one entry: all of them, or only a prefix (decoded from a compressed stream).
 struct EntryBytes<'d> {
     data: &'d [u8],
@@ -1996,18 +2012,8 @@ impl Walker<'_, '_> {
             let data = if in_place && e.size > 0 {
                 match dec.stream.decoded(e.offset, end) {
                     Some(data) => data,
-                    // Not reached: the stream fails first when the file cannot hold the output.
-                    None => {
-                        return Some(Err(FormatError::new(
-                            Kind::Ccob,
-                            0,
-                            format!(
-                                "entry {} could not be read back from the temporary file it was \
-                                 decoded into",
-                                e.index
-                            ),
-                        )));
-                    }
+                    // The temporary file failed while an earlier entry was read from it.
+                    None => return Some(Err(spill_failed(&dec.stream, e.index))),
                 }
             } else {
                 &bytes
@@ -2024,6 +2030,11 @@ impl Walker<'_, '_> {
                 e.offset,
             );
             self.forget_nested_in(data);
+            // A page of the temporary file that cannot be read back (an I/O error) reads as
+            // zeros from there on: the entry just walked may hold them.
+            if in_place && !dec.stream.spilled() {
+                return Some(Err(spill_failed(&dec.stream, e.index)));
+            }
         }
         // The rest of the frame, for its size and hash: one byte more is an error.
         if let Err(err) = dec.skip_to(limit) {

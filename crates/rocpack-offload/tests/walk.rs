@@ -308,11 +308,26 @@ fn bundle_at(entries: &[(&str, &[u8], u64)]) -> Vec<u8> {
 
 /// A spill buffer in memory (rocpack-scan's is a temporary file): frames whose window does not
 /// fit the window budget are decoded into it, and their entries read from it in place.
-struct MemSpill;
-struct MemBuffer(Vec<u8>);
+/// It counts the buffers it made; with `fail`, each reports a fault once `FAIL` is set (as a
+/// page of a temporary file that cannot be read back would).
+struct MemSpill {
+    made: std::sync::atomic::AtomicUsize,
+    fail: bool,
+}
+struct MemBuffer(Vec<u8>, bool);
+static FAIL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+impl MemSpill {
+    fn new(fail: bool) -> Self {
+        MemSpill {
+            made: 0.into(),
+            fail,
+        }
+    }
+}
 impl ccob::Spill for MemSpill {
     fn buffer(&self, len: usize) -> std::io::Result<Box<dyn ccob::SpillBuffer>> {
-        Ok(Box::new(MemBuffer(vec![0; len])))
+        self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Box::new(MemBuffer(vec![0; len], self.fail)))
     }
 }
 impl ccob::SpillBuffer for MemBuffer {
@@ -324,7 +339,7 @@ impl ccob::SpillBuffer for MemBuffer {
     }
     fn release(&mut self, _below: usize) {}
     fn fault(&self) -> Option<u64> {
-        None
+        (self.1 && FAIL.load(std::sync::atomic::Ordering::Relaxed)).then_some(12_345)
     }
 }
 
@@ -427,7 +442,8 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
             let ccob = ccob::compress(plain, version, ccob::Method::Zstd, 3).unwrap();
             let mem: &[u8] = &ccob;
             let pread: &dyn rocpack_offload::ReadAt = &mem;
-            let spill: &dyn ccob::Spill = &MemSpill;
+            let mem_spill = MemSpill::new(false);
+            let spill: &dyn ccob::Spill = &mem_spill;
             for (how, file, spill) in [
                 ("from memory", None, None),
                 ("with pread", Some(pread), None),
@@ -448,8 +464,56 @@ fn a_ccob_read_whole_hands_over_every_entry_in_any_layout() {
                 });
                 assert_eq!(hash_ok, Some(Some(true)), "{ctx}");
             }
+            // Only the frame past the budget (20 MiB, single-segment) was decoded into it.
+            let spilled = mem_spill.made.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(
+                spilled,
+                usize::from(*what == "past the window budget"),
+                "{what}"
+            );
         }
     }
+}
+
+/// A temporary file that fails under the walk (a page that cannot be read back reads as zeros
+/// from there on) is an error for the bundle, even when the entry being read is its last.
+#[test]
+fn a_spill_file_that_fails_under_the_walk_stops_the_bundle_with_an_error() {
+    let entries = tu1_entries();
+    let ids: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
+    let (a, b) = (&entries[1].1, &entries[2].1);
+    let plain = bundle_at(&[(ids[0], b"", 0), (ids[1], a, 4096), (ids[2], b, 20 << 20)]);
+    let ccob = ccob::compress(&plain, 3, ccob::Method::Zstd, 3).unwrap();
+    let mem: &[u8] = &ccob;
+    let spill = MemSpill::new(true);
+    let opts = Options {
+        metadata: true,
+        decompress: true,
+        file: Some(&mem),
+        spill: Some(&spill),
+        ..Options::default()
+    };
+    let mut seen = Vec::new();
+    let mut sink = |_: &Inspection, c: &rocpack_offload::CodeObject, _: &[u8]| {
+        let id = c.entry_id.clone().unwrap_or_default();
+        // The file fails while the last entry is walked: nothing reads the stream after it.
+        if id == ids[2] {
+            FAIL.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        seen.push(id);
+    };
+    let i = rocpack_offload::inspect_with(&ccob, &opts, Some(&mut sink));
+    FAIL.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(spill.made.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(seen, ids);
+    assert!(
+        i.diagnostics.iter().any(|d| d.severity == Severity::Error
+            && d.message.contains(
+                "temporary file holding the decoded bundle failed at 12345 bytes while entry 2"
+            )),
+        "{:?}",
+        i.diagnostics
+    );
 }
 
 #[test]
