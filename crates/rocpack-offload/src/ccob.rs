@@ -247,9 +247,10 @@ impl Drop for Held {
 /// largest 113,646,944 bytes, 31 over 16 MiB. A window the budget cannot hold is decoded into a
 /// [`Spill`] buffer instead, which keeps mapped the last [`RELEASE_KEEP`] bytes of output (and
 /// up to [`RELEASE_EVERY`] more between releases) besides the pages the decoder reads back.
-/// Measured, not a bound: `show --kernels` on that plugin peaks at 62,184 KiB with this budget
-/// and at 107,196 KiB with the earlier 96 MiB, which held windows of up to 82 MB, in about 10 %
-/// more time (docs/benchmarks.md).
+/// Measured, not a bound: `show --kernels` on that plugin peaks at 55,648 KiB with this budget
+/// (and its entries walked in the buffer, [`Stream::decoded`]) and at 107,332 KiB with the
+/// earlier 96 MiB, which held windows of up to 82 MB, in about 12 % more time
+/// (docs/benchmarks.md).
 pub static WINDOWS: rocpack_bytes::Budget = rocpack_bytes::Budget::new(16 << 20);
 
 /// Windows up to this size are not counted: a context that small is what reading the headers

@@ -1990,16 +1990,23 @@ impl Walker<'_, '_> {
         // the walk reads it there (hipBLASLt's entries reach 171 MB) instead of from a copy.
         let in_place = dec.stream.spilled();
         for e in &header.entries {
-            bytes.clear();
-            let end = e.offset.saturating_add(e.size);
-            if e.size > 0 && in_place {
+            let data: &[u8] = if e.size == 0 {
+                &[]
+            } else if in_place {
+                let end = e.offset.saturating_add(e.size);
                 if let Err(err) = dec.skip_to(end) {
                     return Some(Err(err));
                 }
-            } else if e.size > 0 {
+                match dec.stream.decoded(e.offset, end) {
+                    Some(data) => data,
+                    // The temporary file failed while an earlier entry was read from it.
+                    None => return Some(Err(spill_failed(&dec.stream, e.index))),
+                }
+            } else {
                 // Entries lie apart and in order: the start of one may still be in the
                 // prefix read for the table, the rest comes from the stream.
                 let from_prefix = Bytes::new(&prefix).read_at_most(e.offset, e.size);
+                bytes.clear();
                 bytes.extend_from_slice(from_prefix);
                 let rest = e.offset.saturating_add(bytes.len() as u64);
                 let read = dec
@@ -2008,14 +2015,6 @@ impl Walker<'_, '_> {
                 if let Err(err) = read {
                     return Some(Err(err));
                 }
-            }
-            let data = if in_place && e.size > 0 {
-                match dec.stream.decoded(e.offset, end) {
-                    Some(data) => data,
-                    // The temporary file failed while an earlier entry was read from it.
-                    None => return Some(Err(spill_failed(&dec.stream, e.index))),
-                }
-            } else {
                 &bytes
             };
             self.entry(
@@ -2032,7 +2031,7 @@ impl Walker<'_, '_> {
             self.forget_nested_in(data);
             // A page of the temporary file that cannot be read back (an I/O error) reads as
             // zeros from there on: the entry just walked may hold them.
-            if in_place && !dec.stream.spilled() {
+            if in_place && dec.stream.spill_fault().is_some() {
                 return Some(Err(spill_failed(&dec.stream, e.index)));
             }
         }
