@@ -28,7 +28,7 @@ use rocpack_offload::{
 
 pub use map::{
     FileChanged, Mapped, NotRegular, TempSpill, open_regular, open_stated, read_regular,
-    read_regular_to_string,
+    read_regular_to_string, release_pages,
 };
 pub use package::{PackageKind, package_kind, read_package};
 

@@ -527,6 +527,50 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     }
 }
 
+/// Gives back the memory of the whole pages of `bytes` when they lie in one of this process's
+/// file maps (a [`Mapped`] file or a spill buffer): the pages leave the resident set, and a
+/// later read maps them again, with the same bytes, from the page cache or the file. Anything
+/// else (a buffer on the heap, a map that has faulted) is left as it is.
+///
+/// For a writer that streams a large slice out piece by piece (an extracted code object of
+/// 171 MB read in place from its file or spill file), so that it does not hold the whole
+/// slice resident at the end.
+pub fn release_pages(bytes: &[u8]) {
+    let page = PAGE_SIZE.load(Ordering::Relaxed);
+    if page == 0 || bytes.is_empty() {
+        // No map was ever made (install_handler sets the page size), so none holds `bytes`.
+        return;
+    }
+    let lo = (bytes.as_ptr() as usize)
+        .div_ceil(page)
+        .saturating_mul(page);
+    let hi = (bytes.as_ptr() as usize).saturating_add(bytes.len()) / page * page;
+    if lo >= hi {
+        return;
+    }
+    let inside = REGISTRY.iter().find(|slot| {
+        if slot.state.load(Ordering::Acquire) != LIVE {
+            return false;
+        }
+        let start = slot.start.load(Ordering::Relaxed);
+        let end = start.saturating_add(slot.len.load(Ordering::Relaxed));
+        start <= lo && hi <= end && slot.fault.load(Ordering::Acquire) == NO_FAULT
+    });
+    if inside.is_none() {
+        return;
+    }
+    // Safety: [lo, hi) is whole pages inside a live registered map: `bytes` borrows from it,
+    // so it is not unmapped meanwhile (a map leaves the registry before it is unmapped, and
+    // live maps do not overlap). Every registered map is a shared map of a file, so
+    // MADV_DONTNEED only unmaps the pages, whose bytes stay in the page cache and the file,
+    // and the next access maps them again with the same contents. A map that has faulted has
+    // anonymous pages over its rest, which this would zero: it is skipped. (Should it fault
+    // between the check and this call, the pages zeroed are the fault's zero pages of a
+    // read-only map, which read as zeros again, or those of a spill file that has failed, whose
+    // owner reports the failure and discards what was decoded.)
+    let _ = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_DONTNEED) };
+}
+
 /// If `addr` lies in a registered map, maps zero pages from its page to the end of that map,
 /// records the fault and returns true. Runs inside the signal handler.
 fn zero_fill(addr: usize) -> bool {
@@ -644,6 +688,90 @@ mod tests {
             }
         }
         assert!(out == data, "decoded bytes differ");
+    }
+
+    /// The resident size, in KiB, of this process's mapping that starts at `addr`
+    /// (`/proc/self/smaps`).
+    fn rss_kib_at(addr: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let start = line.split('-').next().unwrap_or("");
+            if usize::from_str_radix(start, 16).ok() != Some(addr) {
+                continue;
+            }
+            for l in lines.by_ref() {
+                if let Some(v) = l.strip_prefix("Rss:") {
+                    return v.trim().trim_end_matches("kB").trim().parse().unwrap();
+                }
+            }
+        }
+        panic!("no mapping at {addr:#x}");
+    }
+
+    /// `release_pages` gives back the whole pages of a slice of a file map, which read
+    /// the same afterwards, in a read-only map and in a spill map written through.
+    #[test]
+    fn release_pages_gives_back_the_whole_pages_of_a_mapped_slice() {
+        use rocpack_offload::ccob::SpillBuffer;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages");
+        let pattern = |i: usize| (i % 253) as u8;
+        std::fs::write(&path, (0..4 << 20).map(pattern).collect::<Vec<u8>>()).unwrap();
+        let map = Mapped::open(&path).unwrap();
+        let page = PAGE_SIZE.load(Ordering::Relaxed);
+        assert_eq!(page, 4096, "the sizes below assume 4 KiB pages");
+        let read = |m: &[u8]| m.iter().enumerate().all(|(i, &b)| b == pattern(i));
+        assert!(read(&map));
+        let addr = map.as_ptr() as usize;
+        let before = rss_kib_at(addr);
+        assert_eq!(before, 4096, "every page read is resident");
+        // From byte 1 to 1 MiB + 1: the pages from 4 KiB to 1 MiB are whole, 255 of them.
+        // (The kernel may give back more: a large folio mapped whole is unmapped whole.)
+        release_pages(&map[1..(1 << 20) + 1]);
+        assert!(rss_kib_at(addr) <= before - 255 * 4);
+        release_pages(&map);
+        assert_eq!(rss_kib_at(addr), 0);
+        assert!(read(&map), "released pages read the file's bytes again");
+
+        let file = tempfile::tempfile().unwrap();
+        file.set_len(2 << 20).unwrap();
+        let mut spill = SpillMap::new(file, 2 << 20).unwrap();
+        for (i, b) in spill.bytes().iter_mut().enumerate() {
+            *b = pattern(i);
+        }
+        let addr = spill.view().as_ptr() as usize;
+        assert_eq!(rss_kib_at(addr), 2048);
+        release_pages(spill.view());
+        assert_eq!(rss_kib_at(addr), 0);
+        assert!(read(spill.view()), "what was written stays in the file");
+        assert!(spill.fault().is_none());
+    }
+
+    /// Memory that is not one of the registered file maps, or a map that has faulted, is never
+    /// touched: releasing its pages would zero them.
+    #[test]
+    fn release_pages_leaves_other_memory_alone() {
+        // A map exists, so the page size is known and the registry is searched.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("one");
+        std::fs::write(&path, [1u8; 8192]).unwrap();
+        let _map = Mapped::open(&path).unwrap();
+        let heap = vec![0xa5u8; 4 << 20];
+        release_pages(&heap);
+        assert!(heap.iter().all(|&b| b == 0xa5));
+        let mut anon = memmap2::MmapMut::map_anon(1 << 20).unwrap();
+        anon.fill(0x5a);
+        release_pages(&anon);
+        assert!(anon.iter().all(|&b| b == 0x5a));
+        // A spill file that took none of the writes (here: of length 0, as a full disk): the
+        // handler put anonymous pages under the map, which hold what was written.
+        use rocpack_offload::ccob::SpillBuffer;
+        let mut spill = SpillMap::new(tempfile::tempfile().unwrap(), 1 << 20).unwrap();
+        spill.bytes().fill(0x3c);
+        assert_eq!(spill.fault(), Some(0));
+        release_pages(spill.view());
+        assert!(spill.view().iter().all(|&b| b == 0x3c));
     }
 
     #[test]
