@@ -470,48 +470,148 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// # Errors
 /// What failed before the rename.
 pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
-    use std::io::Write as _;
-    use std::os::unix::fs::PermissionsExt;
-    let keep = std::fs::metadata(dest)
-        .ok()
-        // The permission bits only: setuid, setgid and sticky are never copied onto a file
-        // this process creates.
-        .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o777));
     let new = NewFile::named(dest, 0o666)?;
     let written = (|| -> io::Result<()> {
-        (&new.file).write_all(bytes)?;
-        if let Some(p) = keep {
+        if let Some(p) = kept_permissions(dest) {
             new.file.set_permissions(p)?;
         }
-        // Read back a piece at a time: an extracted code object may be large.
-        const PIECE: usize = 1 << 20;
-        let mut back = vec![0u8; bytes.len().min(PIECE)];
-        let mut same = new.file.metadata()?.len() == bytes.len() as u64;
-        for (i, want) in bytes.chunks(PIECE).enumerate() {
-            let got = back.get_mut(..want.len()).unwrap_or_default();
-            new.file.read_exact_at(got, (i * PIECE) as u64)?;
-            same &= got == want;
-        }
-        if !same {
-            return Err(io::Error::other(
-                "the new file does not read back as written; the old one was left as it is",
-            ));
-        }
-        sys::fsync(&new.file)?;
+        fill_verified(&new.file, bytes)?;
         std::fs::rename(new.name()?, dest)
     })();
     if let Err(e) = written {
         new.discard();
         return Err(e);
     }
-    Ok(sync_dir(&new.dir).err().map(|e| {
+    Ok(dir_sync_note(&new, dest))
+}
+
+/// A file written, read back, compared and synced beside its future name, but not yet given
+/// it: for a writer that learns which files to keep only after writing them (`extract` keeps,
+/// per bundle, the entry that matches a target exactly, else the first compatible one, and
+/// writes each as the walk reaches it instead of holding it in memory). [`Staged::commit`]
+/// renames it over its destination, in the directory it was staged in; dropped uncommitted,
+/// it is removed.
+pub struct Staged {
+    new: NewFile,
+    committed: bool,
+}
+
+/// Writes `bytes` as a [`Staged`] file in `dir`: an unnamed temporary (`O_TMPFILE`, else a
+/// `.staged-N.rocpack-PID.tmp` name, which sweeps recognise), written and read back a piece at
+/// a time, and synced. Pieces of `bytes` that lie in a file map are given back to the page
+/// cache once written and once compared ([`rocpack_scan::release_pages`]), so an entry read in
+/// place from a library or a spill file does not stay resident whole.
+///
+/// # Errors
+/// The directory does not take a new file, a write or read fails, or the file does not read
+/// back as written; nothing is left behind.
+pub fn stage(dir: &Path, bytes: &[u8]) -> io::Result<Staged> {
+    static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let new = NewFile::create(&dir.join(format!("staged-{n}")), 0o666)?;
+    if let Err(e) = fill_verified(&new.file, bytes) {
+        new.discard();
+        return Err(e);
+    }
+    Ok(Staged {
+        new,
+        committed: false,
+    })
+}
+
+impl Staged {
+    /// Renames the file over `dest`, which must be in the directory it was staged in, keeping
+    /// `dest`'s permission bits as [`write_file`] does. Returns a note when the file is in
+    /// place but its directory could not be synced.
+    ///
+    /// # Errors
+    /// What failed before the rename; `dest` is then as it was and the file is removed.
+    pub fn commit(mut self, dest: &Path) -> io::Result<Option<String>> {
+        let renamed = (|| -> io::Result<()> {
+            if let Some(p) = kept_permissions(dest) {
+                self.new.file.set_permissions(p)?;
+                sys::fsync(&self.new.file)?;
+            }
+            std::fs::rename(self.new.name()?, dest)
+        })();
+        renamed?;
+        self.committed = true;
+        Ok(dir_sync_note(&self.new, dest))
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.new.discard();
+        }
+    }
+}
+
+/// The permission bits of an existing `dest`, for the file that replaces it: setuid, setgid
+/// and sticky are never copied onto a file this process creates.
+fn kept_permissions(dest: &Path) -> Option<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(dest)
+        .ok()
+        .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o777))
+}
+
+/// Writes `bytes` to the empty `file`, reads it back and compares, and syncs it, a piece at
+/// a time: an extracted code object may be large. Each piece lying in a file map is released
+/// after it is written and after it is compared.
+fn fill_verified(file: &File, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    for piece in pieces(bytes) {
+        (&*file).write_all(piece)?;
+        rocpack_scan::release_pages(piece);
+    }
+    let mut back = vec![0u8; bytes.len().min(PIECE)];
+    let mut same = file.metadata()?.len() == bytes.len() as u64;
+    let mut at = 0u64;
+    for want in pieces(bytes) {
+        let got = back.get_mut(..want.len()).unwrap_or_default();
+        file.read_exact_at(got, at)?;
+        same &= got == want;
+        rocpack_scan::release_pages(want);
+        at += want.len() as u64;
+    }
+    if !same {
+        return Err(io::Error::other(
+            "the new file does not read back as written; the old one was left as it is",
+        ));
+    }
+    sys::fsync(file)
+}
+
+/// The piece [`fill_verified`] writes and compares at a time.
+const PIECE: usize = 1 << 20;
+
+/// `bytes` cut at addresses that are multiples of [`PIECE`] (so at page boundaries, which a
+/// release needs to give back every page), each piece at most `PIECE` long.
+fn pieces(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let to_boundary = PIECE - (rest.as_ptr() as usize) % PIECE;
+        let (piece, more) = rest.split_at(to_boundary.min(rest.len()));
+        rest = more;
+        Some(piece)
+    })
+}
+
+/// The warning for a file renamed into place in a directory that could not be synced.
+fn dir_sync_note(new: &NewFile, dest: &Path) -> Option<String> {
+    sync_dir(&new.dir).err().map(|e| {
         format!(
             "{} is in place, but fsync of {} failed ({e}): a crash before the system writes the \
              directory may bring back the old file",
             dest.display(),
             new.dir.display()
         )
-    }))
+    })
 }
 
 /// Whether `path` names the file with this device and inode.

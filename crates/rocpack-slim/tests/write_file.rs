@@ -90,3 +90,36 @@ fn a_stale_temporary_with_this_process_id_is_replaced_and_a_long_name_works() {
     assert_eq!(std::fs::read(&long).unwrap(), b"long");
     assert_eq!(names(dir.path()).len(), 2);
 }
+
+/// `stage`: files written and verified before they have a name; those committed appear with
+/// their bytes and the kept permissions, those dropped leave nothing, in either order.
+#[test]
+fn staged_files_appear_only_when_committed_and_leave_nothing_when_dropped() {
+    use rocpack_slim::write::stage;
+    let dir = tempfile::tempdir().unwrap();
+    // Larger than the piece it is written and compared in, and not a multiple of it.
+    let big: Vec<u8> = (0..(3 << 20) + 12_345).map(|i| (i % 251) as u8).collect();
+    let a = stage(dir.path(), &big).unwrap();
+    let b = stage(dir.path(), b"displaced").unwrap();
+    let c = stage(dir.path(), b"").unwrap();
+    // Staged files are unnamed (or hidden temporaries): nothing is in the directory yet.
+    assert!(names(dir.path()).iter().all(|n| n.starts_with('.')));
+    drop(b);
+    let kept = dir.path().join("kept.co");
+    std::fs::write(&kept, b"old").unwrap();
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(a.commit(&kept).unwrap(), None);
+    assert_eq!(c.commit(&dir.path().join("empty.co")).unwrap(), None);
+    assert!(std::fs::read(&kept).unwrap() == big);
+    assert_eq!(std::fs::read(dir.path().join("empty.co")).unwrap(), b"");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(names(dir.path()), ["empty.co", "kept.co"]);
+    // A commit that cannot rename (the destination is a directory) removes the staged file.
+    let taken = dir.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    assert!(stage(dir.path(), b"x").unwrap().commit(&taken).is_err());
+    assert_eq!(names(dir.path()), ["empty.co", "kept.co", "taken"]);
+    // A directory that takes no file: staging fails, leaving nothing.
+    assert!(stage(&dir.path().join("kept.co"), b"x").is_err());
+}
