@@ -137,10 +137,15 @@ pub fn thousands(n: u64) -> String {
 /// a partial file and a failure leaves the old one. A directory that could not be synced after
 /// the rename is a warning on stderr.
 pub fn write_atomically(dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(note) = rocpack_slim::write::write_file(dest, bytes)? {
+    warn_note(rocpack_slim::write::write_file(dest, bytes)?);
+    Ok(())
+}
+
+/// The note of a file put in place in a directory that could not be synced, as a warning.
+pub fn warn_note(note: Option<String>) {
+    if let Some(note) = note {
         let _ = writeln!(io::stderr().lock(), "warning: {}", escape_text(&note));
     }
-    Ok(())
 }
 
 // ---- text helpers: escaping names from files, sizes, tables -------------------------------

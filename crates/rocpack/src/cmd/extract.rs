@@ -1,7 +1,7 @@
 //! `rocpack extract`: write the code objects for one target, from files, directories and
 //! packages read in place.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,7 @@ use rocpack_amdgpu::{Feature, TargetId, TargetIdError};
 use rocpack_offload::{CodeObject, ImageFormat, Inspection};
 use rocpack_scan::package::read_package_with;
 use rocpack_scan::{FileResult, ScanOptions, expand, inspect_file, package_kind};
+use rocpack_slim::write::{Staged, stage};
 use serde::Serialize;
 
 use crate::args::{ExtractArgs, Global};
@@ -49,25 +50,78 @@ fn slug(s: &str) -> String {
         .collect()
 }
 
-/// A compatible code object found in a file or package member: its path, the entry, its bytes.
-type Candidate = (PathBuf, CodeObject, Vec<u8>);
+/// The entries of one file (or package member) that `extract` keeps: per container the first
+/// entry that matches the target exactly, else the first compatible one (one code object per
+/// bundle and target, as the bundler gives). Each is written as the walk reaches it, into a
+/// [`Staged`] file in the output directory, instead of being held in memory (hipBLASLt's
+/// entries reach 171 MB); one that a later exact match displaces is removed. They are named and
+/// renamed into place, in the order the walk found them, once the file is read.
+#[derive(Default)]
+struct Picks {
+    offered: usize,
+    by_container: HashMap<Option<usize>, Pick>,
+}
+
+struct Pick {
+    /// Place among the compatible entries of the file, in walk order.
+    order: usize,
+    co: CodeObject,
+    exact: bool,
+    staged: std::io::Result<Staged>,
+}
+
+impl Picks {
+    /// Whether `co`, a compatible entry, is to be written: no exact match is kept for its
+    /// container yet, and it is one or nothing is kept there. Counts it either way.
+    fn wants(&mut self, co: &CodeObject, wanted: &TargetId) -> Option<(usize, bool)> {
+        let order = self.offered;
+        self.offered += 1;
+        let exact = co.target.as_ref() == Some(wanted);
+        match self.by_container.get(&co.container) {
+            Some(kept) if kept.exact || !exact => None,
+            _ => Some((order, exact)),
+        }
+    }
+
+    /// Keeps `co`, written as `staged`; what it displaces is removed as it drops.
+    fn keep(
+        &mut self,
+        (order, exact): (usize, bool),
+        co: &CodeObject,
+        staged: std::io::Result<Staged>,
+    ) {
+        self.by_container.insert(
+            co.container,
+            Pick {
+                order,
+                co: co.clone(),
+                exact,
+                staged,
+            },
+        );
+    }
+
+    fn in_walk_order(self) -> Vec<Pick> {
+        let mut picks: Vec<Pick> = self.by_container.into_values().collect();
+        picks.sort_by_key(|p| p.order);
+        picks
+    }
+}
 
 /// Where extracted code objects go, and what has been written so far.
 struct Out<'a> {
-    args: &'a ExtractArgs,
     global: &'a Global,
-    wanted: &'a TargetId,
+    dir: &'a Path,
     written: usize,
     names: HashSet<String>,
     stdout: std::io::StdoutLock<'static>,
 }
 
 impl Out<'_> {
-    /// Writes the code objects of one file (or package member) from its compatible entries:
-    /// per container the exact match if there is one, else the first compatible entry (one
-    /// code object per bundle and target, as the bundler gives).
-    fn write_file(&mut self, r: &FileResult, candidates: Vec<Candidate>) -> Result<()> {
-        if candidates.is_empty() {
+    /// Names the entries kept from one file (or package member) and puts them in place.
+    fn write_file(&mut self, r: &FileResult, picks: Picks) -> Result<()> {
+        let picks = picks.in_walk_order();
+        if picks.is_empty() {
             return Ok(());
         }
         let file = path_string(&r.path);
@@ -79,17 +133,7 @@ impl Out<'_> {
         );
         let empty = Inspection::default();
         let inspection = r.inspection.as_ref().unwrap_or(&empty);
-        let mut taken: HashSet<Option<usize>> = HashSet::new();
-        let exact: HashSet<Option<usize>> = candidates
-            .iter()
-            .filter(|(_, co, _)| co.target.as_ref() == Some(self.wanted))
-            .map(|(_, co, _)| co.container)
-            .collect();
-        for (_, co, bytes) in &candidates {
-            let is_exact = co.target.as_ref() == Some(self.wanted);
-            if (exact.contains(&co.container) && !is_exact) || !taken.insert(co.container) {
-                continue;
-            }
+        for Pick { co, staged, .. } in picks {
             let t = co
                 .target
                 .as_ref()
@@ -108,9 +152,11 @@ impl Out<'_> {
                 }
                 n += 1;
             };
-            let dest = self.args.output.join(&name);
-            output::write_atomically(&dest, bytes)
+            let dest = self.dir.join(&name);
+            let note = staged
+                .and_then(|s| s.commit(&dest))
                 .with_context(|| format!("cannot write {}", dest.display()))?;
+            output::warn_note(note);
             self.written += 1;
             let w = Written {
                 file: &file,
@@ -168,16 +214,15 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Exit> {
         ..global.scan_options()
     };
     let mut out = Out {
-        args,
         global,
-        wanted: &wanted,
+        dir: &args.output,
         written: 0,
         names: HashSet::new(),
         stdout: std::io::stdout().lock(),
     };
     let mut status = Exit::Ok;
     let mut results = Vec::new();
-    let wanted_entry = |co: &CodeObject| {
+    let compatible_entry = |co: &CodeObject| {
         !co.host
             && co.format != ImageFormat::Empty
             && co.target.as_ref().is_some_and(|t| compatible(t, &wanted))
@@ -185,37 +230,49 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Exit> {
     for (path, _) in &files {
         // A package is read in place by the same reader as `list` and `scan`; each member
         // that holds code is then written as the same file in the unpacked tree would be.
-        let (read, mut found): (Vec<FileResult>, Vec<Candidate>) = match package_kind(path) {
+        let (read, mut picks): (Vec<FileResult>, HashMap<PathBuf, Picks>) = match package_kind(path)
+        {
             Some(kind) => {
-                let found = Mutex::new(Vec::new());
+                // Members are read on several threads, each member on one.
+                let picks = Mutex::new(HashMap::<PathBuf, Picks>::new());
+                let lock = || picks.lock().unwrap_or_else(|e| e.into_inner());
                 let sink = |member: &Path, _: &Inspection, co: &CodeObject, bytes: &[u8]| {
-                    if wanted_entry(co) {
-                        found.lock().unwrap_or_else(|e| e.into_inner()).push((
-                            member.to_path_buf(),
-                            co.clone(),
-                            bytes.to_vec(),
-                        ));
+                    if !compatible_entry(co) {
+                        return;
+                    }
+                    let Some(place) = lock()
+                        .entry(member.to_path_buf())
+                        .or_default()
+                        .wants(co, &wanted)
+                    else {
+                        return;
+                    };
+                    let staged = stage(&args.output, bytes);
+                    if let Some(p) = lock().get_mut(member) {
+                        p.keep(place, co, staged);
                     }
                 };
                 let examined = AtomicUsize::new(0);
                 let read = read_package_with(path, kind, &opts, &|_| {}, &examined, Some(&sink));
-                (read, found.into_inner().unwrap_or_else(|e| e.into_inner()))
+                (read, picks.into_inner().unwrap_or_else(|e| e.into_inner()))
             }
             None => {
-                let mut found = Vec::new();
+                let mut picks = Picks::default();
                 let mut sink = |_: &Inspection, co: &CodeObject, bytes: &[u8]| {
-                    if wanted_entry(co) {
-                        found.push((path.clone(), co.clone(), bytes.to_vec()));
+                    if !compatible_entry(co) {
+                        return;
+                    }
+                    if let Some(place) = picks.wants(co, &wanted) {
+                        picks.keep(place, co, stage(&args.output, bytes));
                     }
                 };
                 let r = inspect_file(path, &opts, Some(&mut sink));
-                (vec![r], found)
+                let picks = HashMap::from([(r.path.clone(), picks)]);
+                (vec![r], picks)
             }
         };
         for r in &read {
-            let (mine, rest) = found.into_iter().partition(|(p, _, _)| *p == r.path);
-            found = rest;
-            out.write_file(r, mine)?;
+            out.write_file(r, picks.remove(&r.path).unwrap_or_default())?;
         }
         results.extend(read);
     }
