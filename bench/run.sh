@@ -23,6 +23,8 @@
 #   kernels   rocpack show --kernels [--json] librocsparse.so.1.0 (target: < 64 MB RSS, < 1.5 s),
 #             and show --kernels on jax-rocm7-pjrt 0.12.0's xla_rocm_plugin.so (bench/kernels.sh;
 #             target: < 64 MB RSS)
+#   extract   rocpack extract --target gfx1200 of hipBLASLt's largest code object (171 MB, in a
+#             zstd CCOB whose window is decoded into a temporary file): wall and max RSS
 #   strip     rocpack strip --keep gfx90a -o OUT librocsparse.so.1.0 (target: <= 256 MB RSS)
 #   compress  rocpack compress -o OUT librocsparse.so.1.0 (target: <= 256 MB RSS); without
 #             --quick also against clang-offload-bundler-19 -compress on the same bundles, two
@@ -240,6 +242,21 @@ if want kernels; then
     # 64 MB = 64,000,000 bytes = 62,500 KiB (the stricter reading of the issue's "MB").
     row "show --kernels (jax plugin)" "target (largest RSS)" "" "$m KiB" "" "< 64 MB RSS" "$(met "$m < 62500")"
   fi
+fi
+
+# --- extract of the largest code object -----------------------------------------------------------
+# hipBLASLt's TensileLibrary_HH_HH_…_Bljk_…_gfx1200.co: one 171,171,656-byte code object in a zstd
+# CCOB. Each written file is removed before the next run.
+if want extract; then
+  big=$(ls "$(scripts/fetch-corpus.sh libhipblaslt1)"/usr/lib/x86_64-linux-gnu/hipblaslt/library/TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Alik_Bljk_Cijk_Dijk_gfx1200.co)
+  bench_warm "$big"
+  ex=$scratch/extract
+  if paired extract "$r_slow" --rss --prepare "rm -rf $ex" -- \
+       "base=$base extract --target gfx1200 -o $ex $big" "new=$new extract --target gfx1200 -o $ex $big"; then
+    regression "extract (171 MB code object)" wall wall "$work/extract.json"
+    regression "extract (171 MB code object)" "max RSS" max_rss_kib "$work/extract.json"
+  fi
+  rm -rf "$ex"
 fi
 
 # --- strip, compress, decompress: memory --------------------------------------------------------
