@@ -491,59 +491,145 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
 /// writes each as the walk reaches it instead of holding it in memory). [`Staged::commit`]
 /// renames it over its destination, in the directory it was staged in; dropped uncommitted,
 /// it is removed.
+///
+/// Each staged file holds a file descriptor until it is committed. When this process is short
+/// of them (fewer than [`RESERVED_FDS`] would be left), the bytes are held in memory instead
+/// and written by [`write_file`] at commit, so that staging many entries never makes the walk
+/// fail to open its next file.
 pub struct Staged {
-    new: NewFile,
+    held: Held,
     committed: bool,
+}
+
+enum Held {
+    File(NewFile, OpenStaged),
+    Bytes(Vec<u8>),
+}
+
+/// Descriptors [`stage`] leaves to the rest of the process (the walk's files, maps, spill files
+/// and package readers on every thread).
+pub const RESERVED_FDS: u64 = 256;
+
+/// Staged files open now.
+static OPEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One of [`OPEN`], given back when its staged file goes.
+struct OpenStaged;
+
+impl OpenStaged {
+    /// Takes one if the soft limit on open files leaves [`RESERVED_FDS`] beside the staged
+    /// files.
+    fn take() -> Option<OpenStaged> {
+        use std::sync::atomic::Ordering;
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX);
+        let room = limit.saturating_sub(RESERVED_FDS);
+        OPEN.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < room).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| OpenStaged)
+    }
+}
+
+impl Drop for OpenStaged {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// Raises this process's soft limit on open files to its hard limit, as the Go runtime does at
+/// start: for a command that stages many files at once. Returns the soft limit in force.
+pub fn raise_open_files_limit() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        l.current = l.maximum;
+        let _ = setrlimit(Resource::Nofile, l);
+    }
+    getrlimit(Resource::Nofile).current
 }
 
 /// Writes `bytes` as a [`Staged`] file in `dir`: an unnamed temporary (`O_TMPFILE`, else a
 /// `.staged-N.rocpack-PID.tmp` name, which sweeps recognise), written and read back a piece at
 /// a time, and synced. Pieces of `bytes` that lie in a file map are given back to the page
 /// cache once written and once compared ([`rocpack_scan::release_pages`]), so an entry read in
-/// place from a library or a spill file does not stay resident whole.
+/// place from a library or a spill file does not stay resident whole. Short of descriptors (see
+/// [`Staged`]), the bytes are copied and held instead.
 ///
 /// # Errors
 /// The directory does not take a new file, a write or read fails, or the file does not read
 /// back as written; nothing is left behind.
 pub fn stage(dir: &Path, bytes: &[u8]) -> io::Result<Staged> {
     static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let held = |held| Staged {
+        held,
+        committed: false,
+    };
+    let Some(slot) = OpenStaged::take() else {
+        return Ok(held(Held::Bytes(bytes.to_vec())));
+    };
     let n = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let new = NewFile::create(&dir.join(format!("staged-{n}")), 0o666)?;
+    let new = match NewFile::create(&dir.join(format!("staged-{n}")), 0o666) {
+        Ok(new) => new,
+        // Fewer descriptors than the limit said (another part of the process holds them).
+        Err(e)
+            if matches!(
+                rustix::io::Errno::from_io_error(&e),
+                Some(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE)
+            ) =>
+        {
+            return Ok(held(Held::Bytes(bytes.to_vec())));
+        }
+        Err(e) => return Err(e),
+    };
     if let Err(e) = fill_verified(&new.file, bytes) {
         new.discard();
         return Err(e);
     }
-    Ok(Staged {
-        new,
-        committed: false,
-    })
+    Ok(held(Held::File(new, slot)))
 }
 
 impl Staged {
     /// Renames the file over `dest`, which must be in the directory it was staged in, keeping
-    /// `dest`'s permission bits as [`write_file`] does. Returns a note when the file is in
-    /// place but its directory could not be synced.
+    /// `dest`'s permission bits as [`write_file`] does (bytes held in memory are written by
+    /// [`write_file`] now). Returns a note when the file is in place but its directory could
+    /// not be synced.
     ///
     /// # Errors
     /// What failed before the rename; `dest` is then as it was and the file is removed.
     pub fn commit(mut self, dest: &Path) -> io::Result<Option<String>> {
+        let new = match &self.held {
+            Held::Bytes(bytes) => {
+                let note = write_file(dest, bytes)?;
+                self.committed = true;
+                return Ok(note);
+            }
+            Held::File(new, _) => new,
+        };
         let renamed = (|| -> io::Result<()> {
             if let Some(p) = kept_permissions(dest) {
-                self.new.file.set_permissions(p)?;
-                sys::fsync(&self.new.file)?;
+                new.file.set_permissions(p)?;
+                sys::fsync(&new.file)?;
             }
-            std::fs::rename(self.new.name()?, dest)
+            std::fs::rename(new.name()?, dest)
         })();
         renamed?;
         self.committed = true;
-        Ok(dir_sync_note(&self.new, dest))
+        Ok(dir_sync_note(new, dest))
+    }
+
+    /// Whether the bytes were held in memory for want of file descriptors.
+    pub fn in_memory(&self) -> bool {
+        matches!(self.held, Held::Bytes(_))
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if !self.committed {
-            self.new.discard();
+        if let (false, Held::File(new, _)) = (self.committed, &self.held) {
+            new.discard();
         }
     }
 }
