@@ -433,3 +433,56 @@ fn librocrand_show_jsonl_says_what_show_json_says() {
     let name = lib.file_name().unwrap().to_str().unwrap();
     assert_jsonl_matches_json(lib.parent().unwrap(), &[name]);
 }
+
+/// `extract` stages every entry it keeps from a library in a file of its own, which holds a file
+/// descriptor until the library is read (librocsparse: 142 bundles, one gfx1030 entry each).
+/// Under a limit of 100 open files (fewer than the 142 it would hold, and than the 256 it
+/// leaves to the walk) it holds them in memory instead: the same lines and the same files, and
+/// nothing else in the directory.
+#[test]
+fn extract_writes_the_same_files_when_file_descriptors_are_few() {
+    let (lib, _) = the_library("librocsparse1", "librocsparse");
+    let tmp = tempdir();
+    let run = |out: &Path, limit: Option<u32>| -> (Vec<String>, Vec<(String, Vec<u8>)>) {
+        let mut cmd = std::process::Command::new("sh");
+        let script = match limit {
+            Some(n) => format!("ulimit -n {n} && exec \"$@\""),
+            None => "exec \"$@\"".to_owned(),
+        };
+        cmd.args(["-c", &script, "sh", rocpack_bin(), "extract", "--json"])
+            .args(["--target", "gfx1030", "-o"])
+            .arg(out)
+            .arg(&lib);
+        let o = cmd.output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let prefix = format!("{}/", out.display());
+        let lines = String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.replace(&prefix, "OUT/"))
+            .collect();
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        (lines, files)
+    };
+    let (lines, files) = run(&tmp.path().join("plenty"), None);
+    let (few_lines, few_files) = run(&tmp.path().join("few"), Some(100));
+    assert_eq!(lines.len(), 142, "{lines:?}");
+    assert_eq!(files.len(), 142);
+    assert_eq!(few_lines, lines);
+    assert!(few_files == files, "the files written differ");
+}

@@ -195,6 +195,9 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Exit> {
         }
         Err(e) => return Err(anyhow::Error::new(e).context(format!("--target {}", args.target))),
     }
+    // Each kept entry holds a descriptor until its file is read (rocpack_slim::write::stage,
+    // which holds the bytes in memory instead when descriptors run short).
+    rocpack_slim::write::raise_open_files_limit();
     fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create output directory {}", args.output.display()))?;
     let (files, errors) = expand(std::slice::from_ref(&args.path));
