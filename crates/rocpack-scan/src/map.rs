@@ -261,12 +261,14 @@ impl Mapped {
         }
         let len = usize::try_from(len).map_err(io::Error::other)?;
         install_handler();
-        // Safety: the map is read-only and private, and it is entered in the registry below
-        // before any byte of it is read: if another process truncates the file, a read past
-        // the new end faults, and the SIGBUS handler maps zero pages over the rest of the map
-        // and records the fault, so the read returns zeros instead of ending the process;
-        // the owner then discards what was read (`check_unchanged`). Bytes rewritten in place
-        // are just more untrusted input, which every parser handles.
+        // Safety: the map is read-only (memmap2's `map` maps the file shared; every map in the
+        // registry is a shared map of a file, which `release_pages` relies on), and it is
+        // entered in the registry below before any byte of it is read: if another process
+        // truncates the file, a read past the new end faults, and the SIGBUS handler maps
+        // zero pages over the rest of the map and records the fault, so the read returns zeros
+        // instead of ending the process; the owner then discards what was read
+        // (`check_unchanged`). Bytes rewritten in place are just more untrusted input, which
+        // every parser handles.
         // The length is given so that memmap2 does not ask the kernel for it a second time.
         let map = unsafe { memmap2::MmapOptions::new().len(len).map(file)? };
         let slot = register(map.as_ptr() as usize, len, false)?;
@@ -282,8 +284,8 @@ impl Mapped {
     /// read what it needs from the map and goes on to stream the file's bulk through `pread`.
     pub fn release(&self) {
         if let Some(map) = &self.map {
-            // Safety: the map is read-only and private and never written, so its pages are
-            // clean copies of the file: MADV_DONTNEED drops them and the next read faults them
+            // Safety: the map is read-only and shared with the file, never written, so its pages
+            // are the file's own: MADV_DONTNEED drops them and the next read faults them
             // in again with the same contents (the file's current bytes, as any read would).
             let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
         }
@@ -427,6 +429,25 @@ struct Slot {
     fault: AtomicUsize,
     /// A spill map, written through: its zero pages must be writable too.
     writable: std::sync::atomic::AtomicBool,
+    /// Odd while `start` and `len` are being written: a reader that sees it change, or odd,
+    /// read a mix of two registrations ([`Slot::live_range`]).
+    seq: AtomicUsize,
+}
+
+impl Slot {
+    /// The `(start, len)` of the live map in this slot, read as one registration (a seqlock:
+    /// without it, a slot freed and claimed again between two loads could give one map's start
+    /// and another's length). Atomics only: safe in the signal handler.
+    fn live_range(&self) -> Option<(usize, usize)> {
+        let before = self.seq.load(Ordering::Acquire);
+        if before % 2 == 1 || self.state.load(Ordering::Acquire) != LIVE {
+            return None;
+        }
+        let start = self.start.load(Ordering::Relaxed);
+        let len = self.len.load(Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Acquire);
+        (self.seq.load(Ordering::Relaxed) == before).then_some((start, len))
+    }
 }
 
 static REGISTRY: [Slot; SLOTS] = [const {
@@ -436,6 +457,7 @@ static REGISTRY: [Slot; SLOTS] = [const {
         len: AtomicUsize::new(0),
         fault: AtomicUsize::new(NO_FAULT),
         writable: std::sync::atomic::AtomicBool::new(false),
+        seq: AtomicUsize::new(0),
     }
 }; SLOTS];
 
@@ -449,10 +471,12 @@ fn register(start: usize, len: usize, writable: bool) -> io::Result<&'static Slo
             .compare_exchange(FREE, CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
+            slot.seq.fetch_add(1, Ordering::AcqRel);
             slot.start.store(start, Ordering::Relaxed);
             slot.len.store(len, Ordering::Relaxed);
             slot.fault.store(NO_FAULT, Ordering::Relaxed);
             slot.writable.store(writable, Ordering::Relaxed);
+            slot.seq.fetch_add(1, Ordering::Release);
             slot.state.store(LIVE, Ordering::Release);
             return Ok(slot);
         }
@@ -549,19 +573,19 @@ pub fn release_pages(bytes: &[u8]) {
         return;
     }
     let inside = REGISTRY.iter().find(|slot| {
-        if slot.state.load(Ordering::Acquire) != LIVE {
-            return false;
-        }
-        let start = slot.start.load(Ordering::Relaxed);
-        let end = start.saturating_add(slot.len.load(Ordering::Relaxed));
-        start <= lo && hi <= end && slot.fault.load(Ordering::Acquire) == NO_FAULT
+        slot.live_range().is_some_and(|(start, len)| {
+            start <= lo
+                && hi <= start.saturating_add(len)
+                && slot.fault.load(Ordering::Acquire) == NO_FAULT
+        })
     });
     if inside.is_none() {
         return;
     }
-    // Safety: [lo, hi) is whole pages inside a live registered map: `bytes` borrows from it,
-    // so it is not unmapped meanwhile (a map leaves the registry before it is unmapped, and
-    // live maps do not overlap). Every registered map is a shared map of a file, so
+    // Safety: [lo, hi) is whole pages inside a map that was live when its registration was
+    // read whole (Slot::live_range). `bytes` existed all along, so it was that map's memory
+    // then (memory cannot be a live map and a heap block at once), and it borrows from the map,
+    // so the map is not unmapped meanwhile. Every registered map is a shared map of a file, so
     // MADV_DONTNEED only unmaps the pages, whose bytes stay in the page cache and the file,
     // and the next access maps them again with the same contents. A map that has faulted has
     // anonymous pages over its rest, which this would zero: it is skipped. (Should it fault
@@ -579,11 +603,9 @@ fn zero_fill(addr: usize) -> bool {
         return false;
     }
     for slot in &REGISTRY {
-        if slot.state.load(Ordering::Acquire) != LIVE {
+        let Some((start, len)) = slot.live_range() else {
             continue;
-        }
-        let start = slot.start.load(Ordering::Relaxed);
-        let len = slot.len.load(Ordering::Relaxed);
+        };
         let Some(offset) = addr.checked_sub(start).filter(|o| *o < len) else {
             continue;
         };
