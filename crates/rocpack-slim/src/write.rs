@@ -485,8 +485,8 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
     Ok(dir_sync_note(&new, dest))
 }
 
-/// A file written, read back, compared and synced beside its future name, but not yet given
-/// it: for a writer that learns which files to keep only after writing them (`extract` keeps,
+/// A file written, read back, compared and synced under a temporary name beside its future
+/// one: for a writer that learns which files to keep only after writing them (`extract` keeps,
 /// per bundle, the entry that matches a target exactly, else the first compatible one, and
 /// writes each as the walk reaches it instead of holding it in memory). [`Staged::commit`]
 /// renames it over its destination, in the directory it was staged in; dropped uncommitted,
@@ -551,9 +551,9 @@ pub fn raise_open_files_limit() -> Option<u64> {
     getrlimit(Resource::Nofile).current
 }
 
-/// Writes `bytes` as a [`Staged`] file in `dir`: an unnamed temporary (`O_TMPFILE`, else a
-/// `.staged-N.rocpack-PID.tmp` name, which sweeps recognise), written and read back a piece at
-/// a time, and synced. Pieces of `bytes` that lie in a file map are given back to the page
+/// Writes `bytes` as a [`Staged`] file in `dir`: a temporary named `.staged-N.rocpack-PID.tmp`
+/// (which walks skip and sweeps recognise; held locked while this process runs), written and
+/// read back a piece at a time, and synced. Pieces of `bytes` that lie in a file map are given back to the page
 /// cache once written and once compared ([`rocpack_scan::release_pages`]), so an entry read in
 /// place from a library or a spill file does not stay resident whole. Short of descriptors (see
 /// [`Staged`]), the bytes are copied and held instead.
@@ -571,7 +571,9 @@ pub fn stage(dir: &Path, bytes: &[u8]) -> io::Result<Staged> {
         return Ok(held(Held::Bytes(bytes.to_vec())));
     };
     let n = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let new = match NewFile::create(&dir.join(format!("staged-{n}")), 0o666) {
+    // Named from the start, as write_file's: naming an unnamed file at commit would need
+    // `/proc`, which a chroot or sandbox may lack.
+    let new = match NewFile::named(&dir.join(format!("staged-{n}")), 0o666) {
         Ok(new) => new,
         // Fewer descriptors than the limit said (another part of the process holds them).
         Err(e)
