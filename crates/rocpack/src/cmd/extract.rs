@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicUsize;
 
 use anyhow::{Context, Result, bail};
 use rocpack_amdgpu::{Feature, TargetId, TargetIdError};
-use rocpack_offload::{CodeObject, ImageFormat, Inspection};
+use rocpack_offload::{CodeObject, ImageFormat, Inspection, ReadCode};
 use rocpack_scan::package::read_package_with;
 use rocpack_scan::{FileResult, ScanOptions, expand, inspect_file, package_kind};
 use rocpack_slim::write::{Staged, stage};
@@ -83,13 +83,22 @@ impl Picks {
         }
     }
 
-    /// Keeps `co`, written as `staged`; what it displaces is removed as it drops.
+    /// Keeps `co`, written as `staged`, unless what is kept for its container by now is
+    /// better (exact where it is not, or as exact and offered earlier: two package members
+    /// under one path are read on two threads, and share this record). What loses is removed
+    /// as it drops.
     fn keep(
         &mut self,
         (order, exact): (usize, bool),
         co: &CodeObject,
         staged: std::io::Result<Staged>,
     ) {
+        let rank = |exact: bool, order: usize| (!exact, order);
+        if let Some(kept) = self.by_container.get(&co.container) {
+            if rank(kept.exact, kept.order) <= rank(exact, order) {
+                return;
+            }
+        }
         self.by_container.insert(
             co.container,
             Pick {
@@ -120,6 +129,12 @@ struct Out<'a> {
 impl Out<'_> {
     /// Names the entries kept from one file (or package member) and puts them in place.
     fn write_file(&mut self, r: &FileResult, picks: Picks) -> Result<()> {
+        // A file that shrank while it was read gave zeros for what it lost (rocpack_scan::map),
+        // and a write straight from its map fails: nothing is written from it, and the file is
+        // reported with the other problems.
+        if r.io_error_code == Some(ReadCode::FileChanged) {
+            return Ok(());
+        }
         let picks = picks.in_walk_order();
         if picks.is_empty() {
             return Ok(());
@@ -297,4 +312,48 @@ pub fn run(global: &Global, args: &ExtractArgs) -> Result<Exit> {
         status = status.max(Exit::NoMatch);
     }
     Ok(status)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// Two package members under one path (a tar may hold a path twice) share one record, and
+    /// their sink calls interleave on two threads: an exact match kept stays kept when a
+    /// compatible entry offered before it finishes staging after it, as the bundler's choice
+    /// (first exact, else first compatible) does not depend on which thread is slower.
+    #[test]
+    fn a_compatible_entry_staged_late_does_not_displace_an_exact_match() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/bin/tu2.hipfb"
+        );
+        let data = std::fs::read(fixture).unwrap();
+        let i = rocpack_offload::inspect(&data, &rocpack_offload::Options::default());
+        let co = i.code_objects.iter().find(|c| c.target.is_some()).unwrap();
+        let wanted = TargetId::parse("gfx90a:xnack+").unwrap();
+        let mut exact = co.clone();
+        exact.target = Some(wanted.clone());
+        let mut compatible = co.clone();
+        compatible.target = Some(TargetId::parse("gfx90a").unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let mut picks = Picks::default();
+        let first = picks.wants(&compatible, &wanted).unwrap();
+        let second = picks.wants(&exact, &wanted).unwrap();
+        picks.keep(second, &exact, stage(dir.path(), b"exact"));
+        picks.keep(first, &compatible, stage(dir.path(), b"compatible"));
+        let kept = picks.in_walk_order();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].exact);
+        let dest = dir.path().join("kept.co");
+        let mut kept = kept;
+        kept.pop().unwrap().staged.unwrap().commit(&dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"exact");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "the loser is removed"
+        );
+    }
 }
