@@ -476,6 +476,7 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
             new.file.set_permissions(p)?;
         }
         fill_verified(&new.file, bytes)?;
+        sys::fsync(&new.file)?;
         std::fs::rename(new.name()?, dest)
     })();
     if let Err(e) = written {
@@ -485,8 +486,8 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
     Ok(dir_sync_note(&new, dest))
 }
 
-/// A file written, read back, compared and synced under a temporary name beside its future
-/// one: for a writer that learns which files to keep only after writing them (`extract` keeps,
+/// A file written, read back and compared under a temporary name beside its future one: for
+/// a writer that learns which files to keep only after writing them (`extract` keeps,
 /// per bundle, the entry that matches a target exactly, else the first compatible one, and
 /// writes each as the walk reaches it instead of holding it in memory). [`Staged::commit`]
 /// renames it over its destination, in the directory it was staged in; dropped uncommitted,
@@ -553,10 +554,11 @@ pub fn raise_open_files_limit() -> Option<u64> {
 
 /// Writes `bytes` as a [`Staged`] file in `dir`: a temporary named `.staged-N.rocpack-PID.tmp`
 /// (which walks skip and sweeps recognise; held locked while this process runs), written and
-/// read back a piece at a time, and synced. Pieces of `bytes` that lie in a file map are given back to the page
-/// cache once written and once compared ([`rocpack_scan::release_pages`]), so an entry read in
-/// place from a library or a spill file does not stay resident whole. Short of descriptors (see
-/// [`Staged`]), the bytes are copied and held instead.
+/// read back a piece at a time; it is synced when it is committed. Pieces of `bytes` that lie
+/// in a file map are given back to the page cache once written and once compared
+/// ([`rocpack_scan::release_pages`]), so an entry read in place from a library or a spill file
+/// does not stay resident whole. Short of descriptors (see [`Staged`]), the bytes are copied
+/// and held instead.
 ///
 /// # Errors
 /// The directory does not take a new file, a write or read fails, or the file does not read
@@ -594,10 +596,10 @@ pub fn stage(dir: &Path, bytes: &[u8]) -> io::Result<Staged> {
 }
 
 impl Staged {
-    /// Renames the file over `dest`, which must be in the directory it was staged in, keeping
-    /// `dest`'s permission bits as [`write_file`] does (bytes held in memory are written by
-    /// [`write_file`] now). Returns a note when the file is in place but its directory could
-    /// not be synced.
+    /// Syncs the file and renames it over `dest`, which must be in the directory it was staged
+    /// in, keeping `dest`'s permission bits as [`write_file`] does (bytes held in memory are
+    /// written by [`write_file`] now). Returns a note when the file is in place but its
+    /// directory could not be synced.
     ///
     /// # Errors
     /// What failed before the rename; `dest` is then as it was and the file is removed.
@@ -613,8 +615,9 @@ impl Staged {
         let renamed = (|| -> io::Result<()> {
             if let Some(p) = kept_permissions(dest) {
                 new.file.set_permissions(p)?;
-                sys::fsync(&new.file)?;
             }
+            // Synced only now: a staged file that a better one displaces is never synced.
+            sys::fsync(&new.file)?;
             std::fs::rename(new.name()?, dest)
         })();
         renamed?;
@@ -645,9 +648,9 @@ fn kept_permissions(dest: &Path) -> Option<std::fs::Permissions> {
         .map(|m| std::fs::Permissions::from_mode(m.permissions().mode() & 0o777))
 }
 
-/// Writes `bytes` to the empty `file`, reads it back and compares, and syncs it, a piece at
-/// a time: an extracted code object may be large. Each piece lying in a file map is released
-/// after it is written and after it is compared.
+/// Writes `bytes` to the empty `file` and reads it back and compares, a piece at a time: an
+/// extracted code object may be large. Each piece lying in a file map is released after it is
+/// written and after it is compared. The caller syncs the file before it renames it.
 fn fill_verified(file: &File, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write as _;
     for piece in pieces(bytes) {
@@ -669,7 +672,7 @@ fn fill_verified(file: &File, bytes: &[u8]) -> io::Result<()> {
             "the new file does not read back as written; the old one was left as it is",
         ));
     }
-    sys::fsync(file)
+    Ok(())
 }
 
 /// The piece [`fill_verified`] writes and compares at a time.
