@@ -283,12 +283,7 @@ impl Mapped {
     /// (a later read maps them again from the page cache or the file). For a caller that has
     /// read what it needs from the map and goes on to stream the file's bulk through `pread`.
     pub fn release(&self) {
-        if let Some(map) = &self.map {
-            // Safety: the map is read-only and shared with the file, never written, so its pages
-            // are the file's own: MADV_DONTNEED drops them and the next read faults them
-            // in again with the same contents (the file's current bytes, as any read would).
-            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
-        }
+        release_pages(self);
     }
 
     /// The offset of the first read that found the file shorter than mapped, if any.
@@ -369,19 +364,8 @@ impl rocpack_offload::ccob::SpillBuffer for SpillMap {
     }
 
     fn release(&mut self, below: usize) {
-        // Set by install_handler, which SpillMap::new called.
-        let page = PAGE_SIZE.load(Ordering::Relaxed).max(1);
-        let len = below.min(self.map.len()) / page * page;
-        if len > 0 && self.fault().is_none() {
-            // Safety: the map is shared with a file: MADV_DONTNEED only unmaps the pages, whose
-            // bytes stay in the page cache and the file, and the next access maps them again
-            // with the same contents. (After a fault the rest is anonymous memory, whose pages
-            // this would zero: it is not released then.)
-            let _ = unsafe {
-                self.map
-                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len)
-            };
-        }
+        // Not after a fault, whose anonymous pages a release would zero: release_pages checks.
+        release_pages(self.map.get(..below).unwrap_or(&self.map));
     }
 
     fn fault(&self) -> Option<u64> {
@@ -558,7 +542,8 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
 ///
 /// For a writer that streams a large slice out piece by piece (an extracted code object of
 /// 171 MB read in place from its file or spill file), so that it does not hold the whole
-/// slice resident at the end.
+/// slice resident at the end; and the one place that releases pages ([`Mapped::release`], the
+/// spill buffer's release).
 pub fn release_pages(bytes: &[u8]) {
     let page = PAGE_SIZE.load(Ordering::Relaxed);
     if page == 0 || bytes.is_empty() {
