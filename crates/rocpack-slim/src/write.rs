@@ -471,19 +471,22 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// What failed before the rename.
 pub fn write_file(dest: &Path, bytes: &[u8]) -> io::Result<Option<String>> {
     let new = NewFile::named(dest, 0o666)?;
-    let written = (|| -> io::Result<()> {
-        if let Some(p) = kept_permissions(dest) {
-            new.file.set_permissions(p)?;
-        }
-        fill_verified(&new.file, bytes)?;
-        sys::fsync(&new.file)?;
-        std::fs::rename(new.name()?, dest)
-    })();
-    if let Err(e) = written {
+    let put = fill_verified(&new.file, bytes).and_then(|()| put_in_place(&new, dest));
+    if put.is_err() {
         new.discard();
-        return Err(e);
     }
-    Ok(dir_sync_note(&new, dest))
+    put
+}
+
+/// Gives `new`, written and verified, `dest`'s permission bits (when `dest` exists), syncs it
+/// and renames it over `dest`; returns the note of a directory that could not be synced.
+fn put_in_place(new: &NewFile, dest: &Path) -> io::Result<Option<String>> {
+    if let Some(p) = kept_permissions(dest) {
+        new.file.set_permissions(p)?;
+    }
+    sys::fsync(&new.file)?;
+    std::fs::rename(new.name()?, dest)?;
+    Ok(dir_sync_note(new, dest))
 }
 
 /// A file written, read back and compared under a temporary name beside its future one: for
@@ -612,17 +615,10 @@ impl Staged {
             }
             Held::File(new, _) => new,
         };
-        let renamed = (|| -> io::Result<()> {
-            if let Some(p) = kept_permissions(dest) {
-                new.file.set_permissions(p)?;
-            }
-            // Synced only now: a staged file that a better one displaces is never synced.
-            sys::fsync(&new.file)?;
-            std::fs::rename(new.name()?, dest)
-        })();
-        renamed?;
+        // Synced only now: a staged file that a better one displaces is never synced.
+        let note = put_in_place(new, dest)?;
         self.committed = true;
-        Ok(dir_sync_note(new, dest))
+        Ok(note)
     }
 
     /// Whether the bytes were held in memory for want of file descriptors.
