@@ -71,33 +71,26 @@ struct Pick {
 }
 
 impl Picks {
-    /// Whether `co`, a compatible entry, is to be written: no exact match is kept for its
-    /// container yet, and it is one or nothing is kept there. Counts it either way.
+    /// Whether `co`, a compatible entry, is to be written: nothing better is kept for its
+    /// container yet ([`Picks::beaten`]). Counts it either way.
     fn wants(&mut self, co: &CodeObject, wanted: &TargetId) -> Option<(usize, bool)> {
         let order = self.offered;
         self.offered += 1;
         let exact = co.target.as_ref() == Some(wanted);
-        match self.by_container.get(&co.container) {
-            Some(kept) if kept.exact || !exact => None,
-            _ => Some((order, exact)),
-        }
+        (!self.beaten(co, order, exact)).then_some((order, exact))
     }
 
-    /// Keeps `co`, written as `staged`, unless what is kept for its container by now is
-    /// better (exact where it is not, or as exact and offered earlier: two package members
-    /// under one path are read on two threads, and share this record). What loses is removed
-    /// as it drops.
+    /// Keeps `co`, written as `staged`, unless something better is kept for its container by
+    /// now: two package members under one path are read on two threads and share this record,
+    /// so another may have been kept since [`Picks::wants`]. What loses is removed as it drops.
     fn keep(
         &mut self,
         (order, exact): (usize, bool),
         co: &CodeObject,
         staged: std::io::Result<Staged>,
     ) {
-        let rank = |exact: bool, order: usize| (!exact, order);
-        if let Some(kept) = self.by_container.get(&co.container) {
-            if rank(kept.exact, kept.order) <= rank(exact, order) {
-                return;
-            }
+        if self.beaten(co, order, exact) {
+            return;
         }
         self.by_container.insert(
             co.container,
@@ -108,6 +101,15 @@ impl Picks {
                 staged,
             },
         );
+    }
+
+    /// Whether what is kept for `co`'s container ranks before an entry offered `order`th with
+    /// this exactness: exact before compatible, then the one offered first.
+    fn beaten(&self, co: &CodeObject, order: usize, exact: bool) -> bool {
+        let rank = |exact: bool, order: usize| (!exact, order);
+        self.by_container
+            .get(&co.container)
+            .is_some_and(|kept| rank(kept.exact, kept.order) <= rank(exact, order))
     }
 
     fn in_walk_order(self) -> Vec<Pick> {
