@@ -179,7 +179,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
     let progress = Progress::new(global.quiet);
     let scanned = scan(&args.paths, &opts, |d, t| progress.update(d, t));
     let results = scanned.results;
-    let mut out = io::BufWriter::with_capacity(256 << 10, io::stdout().lock());
+    let mut out = io::BufWriter::with_capacity(64 << 10, io::stdout().lock());
     // Device entries of other vendors that the filter hid, for the message when nothing is left.
     let mut foreign = 0usize;
     let listed = |co: &&CodeObject| args.all_entries || co.is_amd_gpu();
