@@ -252,7 +252,7 @@ pub(crate) mod tests {
         ]);
         let h = parse(&data, true).unwrap();
         assert_eq!(h.entries.len(), 2);
-        assert_eq!(h.entries[1].id.target, "gfx1030");
+        assert_eq!(h.entries[1].id.target(), "gfx1030");
         assert_eq!(h.end(), data.len() as u64);
         let mut scan = HeaderScan::default();
         assert_eq!(scan.advance(&data[..40]).unwrap(), None);

@@ -3,57 +3,124 @@
 use rocpack_amdgpu::TargetId;
 
 /// A parsed bundle entry ID such as `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The ID is kept once, as stored; its kind, triple and target ID are ranges of it. A fat
+/// binary has one ID per code object and the walk meets each of them, so parsing one costs one
+/// allocation rather than one per part.
+#[derive(Clone, PartialEq, Eq)]
 pub struct EntryId {
-    /// The ID exactly as stored (invalid UTF-8 escaped as `\xNN`).
-    pub raw: String,
-    /// Offload kind: `host`, `hip`, `hipv4`, `hcc`, `openmp`, ...
-    pub kind: String,
-    /// Target triple, e.g. `amdgcn-amd-amdhsa` or `x86_64-unknown-linux-gnu`.
-    pub triple: String,
-    /// The target ID part as written (empty for host entries).
-    pub target: String,
+    raw: String,
+    kind: std::ops::Range<usize>,
+    triple: std::ops::Range<usize>,
+    target: std::ops::Range<usize>,
+}
+
+/// Where the kind, triple and target ID lie in an ID (trailing NULs already trimmed).
+struct Spans {
+    kind: std::ops::Range<usize>,
+    triple: std::ops::Range<usize>,
+    target: std::ops::Range<usize>,
+}
+
+/// Splits an ID the way clang does (`split('-', 5)`: kind, four triple fields, target ID), and
+/// also accepts the 3-field triple spelling `hip-amdgcn-amd-amdhsa-gfx906` that older tools
+/// wrote. The triple is the fields between kind and target ID, joined by `-` as they stand in
+/// the ID, without trailing empty fields (`amdgcn-amd-amdhsa-` is `amdgcn-amd-amdhsa`): so it
+/// is always one range of the ID.
+fn spans(raw: &str) -> Spans {
+    // Field ranges, at most six (`splitn(6, '-')`).
+    let mut fields = [0..0, 0..0, 0..0, 0..0, 0..0, 0..0];
+    let mut n = 0;
+    let mut start = 0;
+    for (i, c) in raw.char_indices() {
+        if c == '-' && n + 1 < fields.len() {
+            if let Some(f) = fields.get_mut(n) {
+                *f = start..i;
+            }
+            n += 1;
+            start = i + 1;
+        }
+    }
+    if let Some(f) = fields.get_mut(n) {
+        *f = start..raw.len();
+    }
+    n += 1;
+    let field = |i: usize| fields.get(i).cloned().unwrap_or(0..0);
+    let kind = field(0);
+    let rest = n.saturating_sub(1);
+    let (triple_fields, target) = match rest {
+        5 => (4, field(5)),
+        4 if looks_like_processor(raw.get(field(4)).unwrap_or_default()) => (3, field(4)),
+        _ => (rest, raw.len()..raw.len()),
+    };
+    // Trailing empty fields are not part of the triple.
+    let mut last = triple_fields;
+    while last > 0 && field(last).is_empty() {
+        last -= 1;
+    }
+    let triple = if last == 0 {
+        raw.len()..raw.len()
+    } else {
+        field(1).start..field(last).end
+    };
+    Spans {
+        kind,
+        triple,
+        target,
+    }
 }
 
 impl EntryId {
-    /// Splits an ID the way clang does (`split('-', 5)`: kind, four triple fields, target ID),
-    /// and also accepts the 3-field triple spelling `hip-amdgcn-amd-amdhsa-gfx906` that older
-    /// tools wrote.
+    /// Parses an ID (see [`spans`]); trailing NULs, which some writers leave and comgr strips,
+    /// are dropped.
     pub fn parse(raw: &str) -> EntryId {
-        // Trailing NULs appear in some writers' IDs; comgr strips them too.
         let raw = raw.trim_end_matches('\0');
-        let mut parts: Vec<&str> = raw.splitn(6, '-').collect();
-        let kind = if parts.is_empty() {
-            ""
-        } else {
-            parts.remove(0)
-        };
-        let (triple, target) = match parts.as_slice() {
-            [arch, vendor, os, env, target] => {
-                (join_triple(&[arch, vendor, os, env]), (*target).to_owned())
-            }
-            // amdgcn-amd-amdhsa-gfx906: the fourth field is a processor, not an environment.
-            [arch, vendor, os, tid] if looks_like_processor(tid) => {
-                (join_triple(&[arch, vendor, os]), (*tid).to_owned())
-            }
-            fields => (join_triple(fields), String::new()),
-        };
+        let Spans {
+            kind,
+            triple,
+            target,
+        } = spans(raw);
         EntryId {
             raw: raw.to_owned(),
-            kind: kind.to_owned(),
+            kind,
             triple,
             target,
         }
     }
 
+    /// The ID exactly as stored (invalid UTF-8 escaped as `\xNN`), without trailing NULs.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The ID as stored, given up by value.
+    pub fn into_raw(self) -> String {
+        self.raw
+    }
+
+    /// Offload kind: `host`, `hip`, `hipv4`, `hcc`, `openmp`, ...
+    pub fn kind(&self) -> &str {
+        self.raw.get(self.kind.clone()).unwrap_or_default()
+    }
+
+    /// Target triple, e.g. `amdgcn-amd-amdhsa` or `x86_64-unknown-linux-gnu`.
+    pub fn triple(&self) -> &str {
+        self.raw.get(self.triple.clone()).unwrap_or_default()
+    }
+
+    /// The target ID part as written (empty for host entries).
+    pub fn target(&self) -> &str {
+        self.raw.get(self.target.clone()).unwrap_or_default()
+    }
+
     /// Whether this entry holds device code (not the host placeholder).
     pub fn is_device(&self) -> bool {
-        self.kind != "host"
+        self.kind() != "host"
     }
 
     /// Whether the offload kind is one the HIP runtime loads (`hip`, `hipv4`, `hcc`).
     pub fn is_hip(&self) -> bool {
-        matches!(self.kind.as_str(), "hip" | "hipv4" | "hcc")
+        matches!(self.kind(), "hip" | "hipv4" | "hcc")
     }
 
     /// Whether the entry's triple names an AMD GPU: architecture `amdgcn` (whatever vendor and
@@ -61,32 +128,48 @@ impl EntryId {
     /// HIP runtime finalizes for the GPU at load time. Host entries, `nvptx64-nvidia-cuda`,
     /// Intel's `spir64`/`spir64_gen` (SYCL) and any other triple are not.
     pub fn is_amd_gpu(&self) -> bool {
-        if !self.is_device() {
-            return false;
-        }
-        let mut fields = self.triple.split('-');
-        matches!(
-            (fields.next(), fields.next()),
-            (Some("amdgcn"), _) | (Some("spirv64"), Some("amd"))
+        is_amd_gpu(self.kind(), self.triple())
+    }
+
+    /// [`EntryId::is_amd_gpu`] of the ID `raw`, without keeping a copy of it.
+    pub fn is_amd_gpu_id(raw: &str) -> bool {
+        let raw = raw.trim_end_matches('\0');
+        let s = spans(raw);
+        is_amd_gpu(
+            raw.get(s.kind).unwrap_or_default(),
+            raw.get(s.triple).unwrap_or_default(),
         )
     }
 
     /// The target ID, when the entry names a parseable one.
     pub fn target_id(&self) -> Option<TargetId> {
-        if self.target.is_empty() {
+        if self.target().is_empty() {
             return None;
         }
-        TargetId::parse(&self.target).ok()
+        TargetId::parse(self.target()).ok()
     }
 }
 
-fn join_triple(fields: &[&str]) -> String {
-    // amdgcn-amd-amdhsa- (empty environment) is printed without the trailing dash.
-    let mut fields = fields.to_vec();
-    while fields.last().is_some_and(|f| f.is_empty()) {
-        fields.pop();
+impl std::fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryId")
+            .field("raw", &self.raw())
+            .field("kind", &self.kind())
+            .field("triple", &self.triple())
+            .field("target", &self.target())
+            .finish()
     }
-    fields.join("-")
+}
+
+fn is_amd_gpu(kind: &str, triple: &str) -> bool {
+    if kind == "host" {
+        return false;
+    }
+    let mut fields = triple.split('-');
+    matches!(
+        (fields.next(), fields.next()),
+        (Some("amdgcn"), _) | (Some("spirv64"), Some("amd"))
+    )
 }
 
 fn looks_like_processor(s: &str) -> bool {
@@ -164,7 +247,7 @@ mod tests {
         for (raw, kind, triple, target) in cases {
             let id = EntryId::parse(raw);
             assert_eq!(
-                (id.kind.as_str(), id.triple.as_str(), id.target.as_str()),
+                (id.kind(), id.triple(), id.target()),
                 (kind, triple, target),
                 "{raw}"
             );
@@ -177,7 +260,61 @@ mod tests {
                 .to_string(),
             "gfx90a:sramecc-:xnack+"
         );
-        assert_eq!(EntryId::parse("garbage").kind, "garbage");
+        assert_eq!(EntryId::parse("garbage").kind(), "garbage");
+    }
+
+    /// The ranges give what splitting and joining the fields gives (the former
+    /// implementation, kept here as the reference), over every ID built from up to seven
+    /// pieces of a small alphabet of fields and separators.
+    #[test]
+    fn ranges_agree_with_splitting_and_joining() {
+        fn reference(raw: &str) -> (String, String, String) {
+            let raw = raw.trim_end_matches('\0');
+            let mut parts: Vec<&str> = raw.splitn(6, '-').collect();
+            let kind = if parts.is_empty() {
+                ""
+            } else {
+                parts.remove(0)
+            };
+            let join = |fields: &[&str]| {
+                let mut fields = fields.to_vec();
+                while fields.last().is_some_and(|f| f.is_empty()) {
+                    fields.pop();
+                }
+                fields.join("-")
+            };
+            let (triple, target) = match parts.as_slice() {
+                [a, v, o, e, t] => (join(&[a, v, o, e]), (*t).to_owned()),
+                [a, v, o, t] if looks_like_processor(t) => (join(&[a, v, o]), (*t).to_owned()),
+                fields => (join(fields), String::new()),
+            };
+            (kind.to_owned(), triple, target)
+        }
+        let pieces = ["-", "", "amdgcn", "gfx90a:xnack+", "sm_70", "\0", "é"];
+        let mut ids = vec![String::new()];
+        let mut frontier = vec![String::new()];
+        for _ in 0..7 {
+            let mut next = Vec::new();
+            for id in &frontier {
+                for p in pieces {
+                    next.push(format!("{id}{p}"));
+                }
+            }
+            ids.extend(next.iter().cloned());
+            frontier = next;
+        }
+        assert!(ids.len() > 900_000);
+        for raw in &ids {
+            let id = EntryId::parse(raw);
+            let (kind, triple, target) = reference(raw);
+            assert_eq!(
+                (id.kind(), id.triple(), id.target()),
+                (kind.as_str(), triple.as_str(), target.as_str()),
+                "{raw:?}"
+            );
+            assert_eq!(id.raw(), raw.trim_end_matches('\0'));
+            assert_eq!(EntryId::is_amd_gpu_id(raw), id.is_amd_gpu(), "{raw:?}");
+        }
     }
 
     #[test]

@@ -1749,14 +1749,14 @@ impl Walker<'_, '_> {
         let header = self.bundle_header(data, place.file_base)?;
         let end = header.end();
         let bplace = self.bundle_container(&header, place, fatbin_index, Some(end));
-        for e in &header.entries {
+        for e in header.entries {
             let bytes = Bytes::new(data)
                 .read_at(e.offset, e.size)
                 .unwrap_or_default();
             self.entry(
                 bplace,
                 Some(e.index),
-                Some(e.id.clone()),
+                Some(e.id),
                 EntryBytes {
                     data: bytes,
                     complete: true,
@@ -2099,7 +2099,7 @@ impl Walker<'_, '_> {
         for e in order {
             let end = e.offset.checked_add(e.size);
             if end.is_none_or(|end| end > h.uncompressed_size) {
-                self.diag(ReadCode::MalformedBundle, cid, None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw, e.offset, e.size, h.uncompressed_size));
+                self.diag(ReadCode::MalformedBundle, cid, None, e.offset, format!("entry #{} ({}): offset {} + size {} runs past the declared {} uncompressed bytes", e.index, e.id.raw(), e.offset, e.size, h.uncompressed_size));
                 continue;
             }
             if e.size == 0 {
@@ -2218,8 +2218,7 @@ impl Walker<'_, '_> {
                 img.string("triple").unwrap_or("unknown"),
                 img.string("arch").unwrap_or("")
             );
-            let mut id = EntryId::parse(&raw);
-            id.kind = kind.into();
+            let id = EntryId::parse(&raw);
             let bytes = bytes_of
                 .read_at(img.image_offset, img.image_size)
                 .unwrap_or_default();
@@ -2286,7 +2285,7 @@ impl Walker<'_, '_> {
                     place.parent,
                     place.file_base,
                     offset,
-                    format!("entry {}: {e}", id.as_ref().map_or("-", |i| i.raw.as_str())),
+                    format!("entry {}: {e}", id.as_ref().map_or("-", |i| i.raw())),
                 ),
             }
         } else if format == ImageFormat::Bitcode {
@@ -2300,7 +2299,7 @@ impl Walker<'_, '_> {
                         place.parent,
                         place.file_base,
                         offset,
-                        format!("entry ID {} names {declared}, but the code object's own header says {t}", id.raw),
+                        format!("entry ID {} names {declared}, but the code object's own header says {t}", id.raw()),
                     );
                 }
             }
@@ -2314,7 +2313,7 @@ impl Walker<'_, '_> {
                     place.parent,
                     place.file_base,
                     offset,
-                    format!("entry {}: {e}", id.as_ref().map_or("-", |i| i.raw.as_str())),
+                    format!("entry {}: {e}", id.as_ref().map_or("-", |i| i.raw())),
                 ),
             }
         }
@@ -2324,11 +2323,12 @@ impl Walker<'_, '_> {
                 Some(Sniff::Bundle | Sniff::Ccob | Sniff::OffloadBinary)
             )
             && bytes.complete;
+        let offload_kind = id.as_ref().map(|i| i.kind().to_owned());
         let co = CodeObject {
             container: place.parent,
             entry_index: index,
-            entry_id: id.as_ref().map(|i| i.raw.clone()),
-            offload_kind: id.as_ref().map(|i| i.kind.clone()),
+            entry_id: id.map(EntryId::into_raw),
+            offload_kind,
             host,
             offset,
             file_offset,

@@ -238,7 +238,7 @@ impl CodeObject {
             || self
                 .entry_id
                 .as_deref()
-                .is_some_and(|id| crate::EntryId::parse(id).is_amd_gpu())
+                .is_some_and(crate::EntryId::is_amd_gpu_id)
     }
 
     /// Whether this is a device entry with bytes that is not AMD GPU code (SYCL, NVPTX, …):

@@ -572,7 +572,7 @@ fn bundle_fields(data: &[u8], base: usize) -> Vec<(usize, usize, usize)> {
         .iter()
         .map(|e| {
             let f = (pos, pos + 8, pos + 16);
-            pos += 24 + e.id.raw.len();
+            pos += 24 + e.id.raw().len();
             f
         })
         .collect()

@@ -379,7 +379,7 @@ fn tu1_entries() -> Vec<(String, Vec<u8>)> {
         .iter()
         .map(|e| {
             let (o, s) = (e.offset as usize, e.size as usize);
-            (e.id.raw.clone(), data[o..o + s].to_vec())
+            (e.id.raw().to_owned(), data[o..o + s].to_vec())
         })
         .collect()
 }

@@ -88,7 +88,7 @@ impl Keep {
             .map(|e| {
                 if !e.id.is_device() {
                     Reason::Host
-                } else if !e.id.is_hip() || !e.id.triple.starts_with("amdgcn") {
+                } else if !e.id.is_hip() || !e.id.triple().starts_with("amdgcn") {
                     Reason::NotHip
                 } else if e.target.is_none() {
                     Reason::UnknownTarget

@@ -574,7 +574,7 @@ fn rewrite_one(
         .zip(&facts)
         .zip(&reasons)
         .map(|((e, f), r)| EntryChange {
-            id: e.id.raw.clone(),
+            id: e.id.raw().to_owned(),
             target: f.target.as_ref().map(ToString::to_string),
             size: e.size,
             reason: *r,

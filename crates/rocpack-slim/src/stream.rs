@@ -964,7 +964,7 @@ pub(crate) fn check(
             return Err(format!(
                 "entry #{} is {} ({} bytes at {}), {} ({size} bytes at {offset}) was intended",
                 e.index,
-                e.id.raw,
+                e.id.raw(),
                 e.size,
                 e.offset,
                 String::from_utf8_lossy(id),
