@@ -346,17 +346,22 @@ pub struct Inspection {
 impl Inspection {
     /// The chain of containers from the outermost to `id`.
     pub fn chain(&self, id: Option<usize>) -> Vec<&Container> {
-        let mut out = Vec::new();
-        let mut cur = id;
-        while let Some(c) = cur.and_then(|i| self.containers.get(i)) {
-            out.push(c);
-            cur = c.parent;
-            if out.len() > self.containers.len() {
-                break;
-            }
-        }
+        let mut out: Vec<&Container> = self.ancestors(id).collect();
         out.reverse();
         out
+    }
+
+    /// Container `id` and the containers around it, innermost first: [`Inspection::chain`]
+    /// in reverse, without collecting it. Bounded by the number of containers, so a parent
+    /// link that loops ends.
+    pub fn ancestors(&self, id: Option<usize>) -> impl Iterator<Item = &Container> {
+        let mut cur = id;
+        std::iter::from_fn(move || {
+            let c = cur.and_then(|i| self.containers.get(i))?;
+            cur = c.parent;
+            Some(c)
+        })
+        .take(self.containers.len() + 1)
     }
 
     /// A readable location such as `member k.o > .hip_fatbin > bundle #3`.
@@ -424,13 +429,12 @@ impl Inspection {
     /// How code in container `id` is loaded: `module` below an embedded container or outside
     /// any host file section, `registered` in a fat binary section.
     pub fn loading(&self, id: Option<usize>) -> Loading {
-        let chain = self.chain(id);
-        if chain
-            .iter()
+        if self
+            .ancestors(id)
             .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }))
         {
             Loading::Module
-        } else if chain.iter().any(|c| {
+        } else if self.ancestors(id).any(|c| {
             matches!(
                 c.kind,
                 ContainerKind::Section { .. } | ContainerKind::OffloadSections
