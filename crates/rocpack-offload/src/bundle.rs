@@ -139,7 +139,7 @@ fn parse_impl(data: &[u8], total: Option<u64>) -> Result<BundleHeader, FormatErr
             index,
             offset,
             size,
-            id: EntryId::parse(&lossless_string(id)),
+            id: EntryId::from_string(lossless_string(id)),
             id_offset: pos + 24,
             id_len,
         });

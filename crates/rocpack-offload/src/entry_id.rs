@@ -74,14 +74,20 @@ impl EntryId {
     /// Parses an ID (see [`spans`]); trailing NULs, which some writers leave and comgr strips,
     /// are dropped.
     pub fn parse(raw: &str) -> EntryId {
-        let raw = raw.trim_end_matches('\0');
+        EntryId::from_string(raw.trim_end_matches('\0').to_owned())
+    }
+
+    /// [`EntryId::parse`], keeping `raw`'s own buffer.
+    pub fn from_string(mut raw: String) -> EntryId {
+        let len = raw.trim_end_matches('\0').len();
+        raw.truncate(len);
         let Spans {
             kind,
             triple,
             target,
-        } = spans(raw);
+        } = spans(&raw);
         EntryId {
-            raw: raw.to_owned(),
+            raw,
             kind,
             triple,
             target,
@@ -313,6 +319,7 @@ mod tests {
                 "{raw:?}"
             );
             assert_eq!(id.raw(), raw.trim_end_matches('\0'));
+            assert_eq!(EntryId::from_string(raw.clone()), id);
             assert_eq!(EntryId::is_amd_gpu_id(raw), id.is_amd_gpu(), "{raw:?}");
         }
     }

@@ -1711,7 +1711,7 @@ impl Walker<'_, '_> {
         }
         let cid = self.container(place.parent, ContainerKind::OffloadSections, 0, None, None);
         for (index, s) in sections.into_iter().enumerate() {
-            let id = EntryId::parse(&lossless_string(
+            let id = EntryId::from_string(lossless_string(
                 s.name.get(PREFIX.len()..).unwrap_or_default(),
             ));
             match elf.section_data(s) {
