@@ -254,6 +254,36 @@ fn ar_archive(name: &[u8], data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `list` pads its columns by characters, as `output::table` does: names with multi-byte
+/// characters, and escaped ones, line up with the header.
+#[test]
+fn list_columns_line_up_by_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let co = std::fs::read(fixture("gfx1100.hsaco")).unwrap();
+    for name in ["é.co", "ab.co", "ünïcødé-long-name.co", "t\tab.co"] {
+        std::fs::write(dir.path().join(name), &co).unwrap();
+    }
+    let o = rocpack_in(dir.path(), &["list", "."], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    // Where each column starts, in characters.
+    let starts = |line: &str| -> Vec<usize> {
+        let chars: Vec<char> = line.chars().collect();
+        (1..chars.len())
+            .filter(|&i| chars[i] != ' ' && chars[i - 1] == ' ' && i >= 2 && chars[i - 2] == ' ')
+            .collect()
+    };
+    let header = starts(lines[0]);
+    assert_eq!(header.len(), 6, "{out}");
+    for line in &lines[1..] {
+        assert_eq!(starts(line), header, "{out}");
+    }
+    assert!(out.contains(r"./t\tab.co"), "{out}");
+    assert!(out.contains("./ünïcødé-long-name.co"), "{out}");
+}
+
 #[test]
 fn control_characters_in_names_are_escaped_in_text_output() {
     let dir = tempfile::tempdir().unwrap();

@@ -58,39 +58,71 @@ fn row<'a>(file: &'a str, container: &'a str, i: &Inspection, co: &'a CodeObject
 }
 
 /// The `CONTAINER` of each container of one file that holds a listed entry, built once per
-/// container rather than once per entry (a fat binary has ten or so entries per bundle).
+/// container rather than once per entry (a fat binary has ten or so entries per bundle); for
+/// text, escaped and with its width in chars.
 struct Locations {
-    by_id: Vec<Option<String>>,
+    by_id: Vec<Option<Cell>>,
+}
+
+/// A text cell, escaped as `output::table` escapes cells, and its width in chars.
+struct Cell {
+    text: String,
+    width: usize,
+}
+
+impl Cell {
+    fn new(s: &str) -> Cell {
+        let text = output::escape_text(s).into_owned();
+        Cell {
+            width: width(&text),
+            text,
+        }
+    }
+}
+
+/// The width of a cell in chars (`output::table` pads by chars).
+fn width(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
 }
 
 impl Locations {
     fn new(i: &Inspection) -> Self {
         Locations {
-            by_id: vec![None; i.containers.len() + 1],
+            by_id: std::iter::repeat_with(|| None)
+                .take(i.containers.len() + 1)
+                .collect(),
         }
     }
 
     /// The location of `co`'s container; with `mark`, code embedded in a host section is
     /// marked `[module]`: the library loads it itself.
-    fn of(&mut self, i: &Inspection, co: &CodeObject, mark: bool) -> &str {
+    fn of(&mut self, i: &Inspection, co: &CodeObject, mark: bool) -> Option<&Cell> {
         let slot = co
             .container
             .map_or(i.containers.len(), |c| c.min(i.containers.len()));
-        let cached = self.by_id.get_mut(slot).map(|c| {
-            c.get_or_insert_with(|| {
+        self.by_id.get_mut(slot).map(|c| {
+            &*c.get_or_insert_with(|| {
                 let location = i.location(co.container);
                 let embedded = mark
-                    && i.chain(co.container)
-                        .iter()
+                    && i.ancestors(co.container)
                         .any(|c| matches!(c.kind, ContainerKind::Embedded { .. }));
                 if embedded {
-                    format!("{location} [module]")
+                    Cell::new(&format!("{location} [module]"))
+                } else if mark {
+                    Cell::new(&location)
                 } else {
-                    location
+                    // JSON: the location as it is; the width is not used.
+                    Cell {
+                        text: location,
+                        width: 0,
+                    }
                 }
             })
-        });
-        cached.map_or("-", |s| s.as_str())
+        })
     }
 }
 
@@ -104,8 +136,8 @@ const HEADER: [&str; 7] = [
     "COMPRESSED",
 ];
 
-/// The text cells of one row, written into reused buffers (no allocation per row); `cells`
-/// gets the seven cells (escaped as `output::table` escapes them) and their char counts.
+/// The text cells of one row, written into reused buffers (no allocation per row): the seven
+/// cells, escaped as `output::table` escapes them, with their widths in chars.
 struct TextCells {
     target: String,
     cov: String,
@@ -115,10 +147,10 @@ struct TextCells {
 impl TextCells {
     fn fill<'a>(
         &'a mut self,
-        file: &'a str,
-        container: &'a str,
+        file: &'a Cell,
+        container: Option<&'a Cell>,
         co: &'a CodeObject,
-    ) -> [std::borrow::Cow<'a, str>; 7] {
+    ) -> [(std::borrow::Cow<'a, str>, usize); 7] {
         self.target.clear();
         match &co.target {
             Some(t) => {
@@ -135,15 +167,23 @@ impl TextCells {
         }
         self.size.clear();
         thousands_into(&mut self.size, co.size);
-        let esc = output::escape_text;
+        let esc = |s: &'a str| {
+            let text = output::escape_text(s);
+            let w = width(&text);
+            (text, w)
+        };
+        let given = |c: &'a Cell| (std::borrow::Cow::Borrowed(c.text.as_str()), c.width);
         [
-            esc(file),
-            esc(container),
+            given(file),
+            container.map_or((std::borrow::Cow::Borrowed("-"), 1), given),
             esc(co.entry_id.as_deref().unwrap_or("-")),
             esc(&self.target),
             esc(&self.cov),
             esc(&self.size),
-            std::borrow::Cow::Borrowed(if co.compressed { "yes" } else { "no" }),
+            (
+                std::borrow::Cow::Borrowed(if co.compressed { "yes" } else { "no" }),
+                if co.compressed { 3 } else { 2 },
+            ),
         ]
     }
 }
@@ -184,17 +224,17 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
     let mut foreign = 0usize;
     let listed = |co: &&CodeObject| args.all_entries || co.is_amd_gpu();
     // Text: the widths of the columns first, over every row, then the rows.
-    let mut widths = HEADER.map(|h| h.chars().count());
+    let mut widths = HEADER.map(width);
     let mut cells = TextCells {
         target: String::new(),
         cov: String::new(),
         size: String::new(),
     };
     let mut rows = 0usize;
-    let mut files: Vec<(String, Locations)> = Vec::new();
+    let mut files: Vec<(Cell, Locations)> = Vec::new();
     for r in &results {
         let Some(i) = &r.inspection else {
-            files.push((String::new(), Locations { by_id: Vec::new() }));
+            files.push((Cell::new(""), Locations { by_id: Vec::new() }));
             continue;
         };
         foreign += i
@@ -204,17 +244,21 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
             .count();
         let file = path_string(&r.path);
         let mut locations = Locations::new(i);
-        for co in i.code_objects.iter().filter(listed) {
-            rows += 1;
-            if global.json {
-                let container = locations.of(i, co, false);
+        if global.json {
+            for co in i.code_objects.iter().filter(listed) {
+                rows += 1;
+                let container = locations.of(i, co, false).map_or("-", |c| c.text.as_str());
                 serde_json::to_writer(&mut out, &row(&file, container, i, co))?;
                 writeln!(out)?;
-            } else {
-                let container = locations.of(i, co, true);
-                for (w, c) in widths.iter_mut().zip(cells.fill(&file, container, co)) {
-                    *w = (*w).max(c.chars().count());
-                }
+            }
+            continue;
+        }
+        let file = Cell::new(&file);
+        for co in i.code_objects.iter().filter(listed) {
+            rows += 1;
+            let container = locations.of(i, co, true);
+            for (w, (_, c)) in widths.iter_mut().zip(cells.fill(&file, container, co)) {
+                *w = (*w).max(c);
             }
         }
         files.push((file, locations));
@@ -236,7 +280,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
             &mut out,
             &mut line,
             &widths,
-            HEADER.map(std::borrow::Cow::Borrowed),
+            HEADER.map(|h| (std::borrow::Cow::Borrowed(h), width(h))),
         )?;
         for (r, (file, locations)) in results.iter().zip(&mut files) {
             let Some(i) = &r.inspection else { continue };
@@ -261,14 +305,14 @@ fn write_line(
     out: &mut impl Write,
     line: &mut String,
     widths: &[usize; 7],
-    cells: [std::borrow::Cow<'_, str>; 7],
+    cells: [(std::borrow::Cow<'_, str>, usize); 7],
 ) -> io::Result<()> {
     line.clear();
     let last = cells.len() - 1;
-    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+    for (i, ((c, n), w)) in cells.iter().zip(widths).enumerate() {
         line.push_str(c);
         if i < last {
-            for _ in c.chars().count()..w + 2 {
+            for _ in *n..w + 2 {
                 line.push(' ');
             }
         }
