@@ -6,8 +6,10 @@
 #  1. `list` on librocsparse.so.1.0, target: 10x faster than roc-obj-ls. The floor is a static
 #     C program that replays rocpack's own `pread` calls (sizes and offsets taken with strace
 #     from `rocpack list`) and does nothing else: no parsing, no output. Also timed: the replay
-#     without the embedded-code search's reads (every `pread` of more than 4 KiB), a static C
-#     program that only prints one line (process start), and `rocpack --version`.
+#     without the embedded-code search's reads (every `pread` of more than 4 KiB), the same
+#     reads submitted together through io_uring (the batching issue 16 suggests; skipped where
+#     the kernel refuses io_uring), a static C program that only prints one line (process
+#     start), and `rocpack --version`.
 #  2. `scan -q` over the six packages of bench/run.sh, target: within 1.5x of `find DIRS -type f
 #     -printf %s` (one fstatat per file). The floor is a static C program that, for every
 #     regular file (the list made beforehand, untimed), opens it, reads its first 64 bytes and
@@ -108,10 +110,74 @@ int main(int argc, char **argv) {
   return 0;
 }
 EOF
+cat > "$work/uring.c" <<'EOF'
+/* As replay.c, but every read is submitted through one io_uring, up to 1,024 per
+   io_uring_enter, waiting for all of them; exits 3 when the kernel refuses io_uring. */
+#include <linux/io_uring.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define MAXREADS 65536
+#define DEPTH 1024
+static unsigned long size[MAXREADS], off[MAXREADS];
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  int fd = open(argv[1], O_RDONLY);
+  FILE *f = fopen(argv[2], "r");
+  if (fd < 0 || !f) return 2;
+  long n = 0;
+  size_t bytes = 0;
+  while (n < MAXREADS && fscanf(f, "%lu %lu", &size[n], &off[n]) == 2) bytes += size[n++];
+  struct io_uring_params p;
+  memset(&p, 0, sizeof p);
+  int ring = syscall(__NR_io_uring_setup, DEPTH, &p);
+  if (ring < 0) { perror("io_uring_setup"); return 3; }
+  size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+  size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+  char *sq = mmap(0, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQ_RING);
+  char *cq = mmap(0, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_CQ_RING);
+  struct io_uring_sqe *sqes = mmap(0, p.sq_entries * sizeof *sqes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+  if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) { perror("mmap"); return 3; }
+  unsigned *array = (unsigned *)(sq + p.sq_off.array), *sq_tail = (unsigned *)(sq + p.sq_off.tail);
+  unsigned *cq_head = (unsigned *)(cq + p.cq_off.head), *cq_tail = (unsigned *)(cq + p.cq_off.tail);
+  struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+  char *buf = malloc(bytes ? bytes : 1);
+  size_t at = 0;
+  long next = 0, done = 0, total = 0;
+  while (done < n) {
+    unsigned tail = *sq_tail, k = 0;
+    for (; next < n && k < p.sq_entries; next++, k++) {
+      unsigned slot = (tail + k) & (p.sq_entries - 1);
+      struct io_uring_sqe *e = &sqes[slot];
+      memset(e, 0, sizeof *e);
+      e->opcode = IORING_OP_READ;
+      e->fd = fd;
+      e->addr = (unsigned long)(buf + at);
+      e->len = size[next];
+      e->off = off[next];
+      array[slot] = slot;
+      at += size[next];
+    }
+    atomic_store_explicit((_Atomic unsigned *)sq_tail, tail + k, memory_order_release);
+    if (syscall(__NR_io_uring_enter, ring, k, k, IORING_ENTER_GETEVENTS, NULL, 0) < 0) { perror("io_uring_enter"); return 3; }
+    unsigned head = *cq_head, end = atomic_load_explicit((_Atomic unsigned *)cq_tail, memory_order_acquire);
+    for (; head != end; head++, done++) total += cqes[head & (p.cq_entries - 1)].res;
+    atomic_store_explicit((_Atomic unsigned *)cq_head, head, memory_order_release);
+  }
+  printf("%ld\n", total);
+  return 0;
+}
+EOF
 printf 'int main(void){return puts("x") < 0;}\n' > "$work/hello.c"
 gcc -O2 -static -include stdio.h "$work/hello.c" -o "$work/hello"
 gcc -O2 -static "$work/replay.c" -o "$work/replay"
 gcc -O2 -static -pthread "$work/heads.c" -o "$work/heads"
+gcc -O2 -static "$work/uring.c" -o "$work/uring"
 
 # rocpack's own reads of the library, in its order.
 strace -o "$work/list.strace" -e trace=pread64 "$work/rocpack" list "$lib" > /dev/null
@@ -129,11 +195,25 @@ echo "# rocpack list's preads: $(wc -l < "$work/reads.txt") calls, $(awk '{s+=$1
 echo
 
 echo "## 1. list"
+# The io_uring replay must read what the pread replay reads, or it is not the same work.
+uring=()
+if replayed=$("$work/replay" "$lib" "$work/reads.txt") &&
+  uringed=$("$work/uring" "$lib" "$work/reads.txt" 2> "$work/uring.err"); then
+  if [[ $replayed != "$uringed" ]]; then
+    echo "floor.sh: the io_uring replay read $uringed bytes, the pread replay $replayed" >&2
+    exit 1
+  fi
+  uring=(-n 'replay of the preads <= 4 KiB, io_uring' "$work/uring $lib $work/reads-headers.txt"
+    -n "replay of all rocpack list's preads, io_uring" "$work/uring $lib $work/reads.txt")
+else
+  echo "# io_uring replay skipped: $(cat "$work/uring.err")"
+fi
 hyperfine -N --warmup 3 --runs "$runs" --style basic --output=null \
   -n 'static C, one line (process start)' "$work/hello" \
   -n 'rocpack --version' "$work/rocpack --version" \
   -n 'replay of the preads <= 4 KiB' "$work/replay $lib $work/reads-headers.txt" \
   -n "replay of all rocpack list's preads" "$work/replay $lib $work/reads.txt" \
+  "${uring[@]}" \
   -n 'rocpack list' "$work/rocpack list $lib" \
   -n 'roc-obj-ls' "perl $roc_obj_ls $lib" 2>&1 | grep -E '^Benchmark|Time|Range'
 echo
