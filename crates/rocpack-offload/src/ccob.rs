@@ -205,10 +205,20 @@ thread_local! {
 const CONTEXTS_KEPT: usize = 4;
 
 /// A context that has grown beyond this (its window buffer: up to 2^27 bytes for a large
-/// bundle read to the end) is freed rather than kept: the pool saves the setup of contexts that
-/// read headers, and must not hold a large window per thread after a bundle is done (`slim`
-/// bounds the windows in flight, not windows kept).
+/// bundle read to the end) is freed rather than kept, unless it produced no more than
+/// [`CONTEXT_KEPT_OUTPUT`]: the pool saves the setup of contexts that read headers, and must not
+/// hold a large window per thread after a bundle is done (`slim` bounds the windows in flight,
+/// not windows kept).
 const CONTEXT_KEPT_BYTES: usize = 4 << 20;
+
+/// A context whose frame produced no more than this is kept whatever its size: zstd sizes the
+/// window buffer from the frame header (clang's frames are one segment, so the window is the
+/// whole bundle), but allocates it untouched, and the decoder writes it from the start, so
+/// only the pages of the output produced (and of the block being decoded, at most 128 KiB) are
+/// resident. Reading a bundle's table produces a few KiB; freeing such a context cost a
+/// `munmap` (and its TLB shootdown on the other cores) and the next frame a new context,
+/// `mmap` and page faults.
+const CONTEXT_KEPT_OUTPUT: u64 = 1 << 20;
 
 thread_local! {
     /// Windows this thread holds from a budget: a second one (a compressed bundle inside a
@@ -380,6 +390,8 @@ struct ZstdFrame<R> {
     input: R,
     /// Set once the frame has ended: later reads return 0.
     finished: bool,
+    /// Bytes of output read so far (decides whether the context is pooled).
+    produced: u64,
     /// The output buffer, when the window did not fit in memory.
     spilled: Option<Spilled>,
     /// The window held from the budget: kept only to be given back when the frame drops.
@@ -447,6 +459,7 @@ impl<R: BufRead> ZstdFrame<R> {
             ctx: Some(ctx),
             input,
             finished: false,
+            produced: 0,
             spilled,
             _held: held,
         })
@@ -577,6 +590,7 @@ impl<R: BufRead> Read for ZstdFrame<R> {
                 self.finished = true;
             }
             if written > 0 {
+                self.produced = self.produced.saturating_add(written as u64);
                 return Ok(written);
             }
             if self.finished {
@@ -596,7 +610,10 @@ impl<R> Drop for ZstdFrame<R> {
         if let Some(ctx) = self.ctx.take() {
             CONTEXTS.with(|c| {
                 if let Ok(mut c) = c.try_borrow_mut() {
-                    if c.len() < CONTEXTS_KEPT && ctx.sizeof() <= CONTEXT_KEPT_BYTES {
+                    if c.len() < CONTEXTS_KEPT
+                        && (ctx.sizeof() <= CONTEXT_KEPT_BYTES
+                            || self.produced <= CONTEXT_KEPT_OUTPUT)
+                    {
                         c.push(ctx);
                     }
                 }
@@ -1133,6 +1150,41 @@ mod tests {
             assert!(s.skip_until(len).unwrap());
             assert_eq!(s.output_hash(), None);
         }
+    }
+
+    /// A context whose window buffer is large is kept for the next frame when it produced
+    /// little (a bundle's table was read), and freed when the frame was read through.
+    #[test]
+    fn a_context_that_read_a_table_is_kept_and_one_that_read_a_bundle_is_not() {
+        // 6 MiB that does not compress: a single-segment frame with a 6 MiB window.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let data: Vec<u8> = (0..6 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let bundle = crate::bundle::tests::build(&[("hipv4-amdgcn-amd-amdhsa--gfx1030", &data)]);
+        let blob = compress(&bundle, 3, Method::Zstd, 3).unwrap();
+        let h = CcobHeader::parse(&blob).unwrap();
+        let pooled = || CONTEXTS.with(|c| c.borrow().len());
+        let largest = || CONTEXTS.with(|c| c.borrow().iter().map(|c| c.sizeof()).max());
+        CONTEXTS.with(|c| c.borrow_mut().clear());
+
+        let mut s = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+        assert_eq!(s.read_vec(4096).unwrap(), bundle[..4096]);
+        drop(s);
+        assert_eq!(pooled(), 1);
+        assert!(largest().unwrap() > CONTEXT_KEPT_BYTES, "{:?}", largest());
+
+        // The kept context reads the next frame, through to the end this time: then it goes.
+        let mut s = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+        assert_eq!(pooled(), 0);
+        assert!(s.skip_until(bundle.len() as u64).unwrap());
+        drop(s);
+        assert_eq!(pooled(), 0);
     }
 
     /// A spill buffer in memory that forgets nothing; `release` records where it was called.
