@@ -211,13 +211,17 @@ const CONTEXTS_KEPT: usize = 4;
 /// not windows kept).
 const CONTEXT_KEPT_BYTES: usize = 4 << 20;
 
-/// A context whose frame produced no more than this is kept whatever its size: zstd sizes the
-/// window buffer from the frame header (clang's frames are one segment, so the window is the
-/// whole bundle), but allocates it untouched, and the decoder writes it from the start, so
-/// only the pages of the output produced (and of the block being decoded, at most 128 KiB) are
-/// resident. Reading a bundle's table produces a few KiB; freeing such a context cost a
-/// `munmap` (and its TLB shootdown on the other cores) and the next frame a new context,
-/// `mmap` and page faults.
+/// A context whose frame produced no more than this is kept whatever its size, one per thread:
+/// zstd sizes the window buffer from the frame header (clang's frames are one segment, so the
+/// window is the whole bundle) but does not write it when it allocates it, and the decoder
+/// writes it from the start for every frame, so only the pages of the output produced (and of
+/// the block being decoded, at most 128 KiB) are written. Reading a bundle's table produces a
+/// few KiB; freeing such a context cost a `munmap` (and its TLB shootdown on the other cores)
+/// and the next frame a new context, `mmap` and page faults. A frame that failed is not counted
+/// this way: its context is kept only if it is small. Only one such large context is kept per
+/// thread: its buffer's address space (up to 2^27 bytes) counts in full under strict overcommit
+/// (`vm.overcommit_memory=2`), and one is what the thread reserved anyway while it decoded the
+/// frame, so keeping it does not raise the process's peak.
 const CONTEXT_KEPT_OUTPUT: u64 = 1 << 20;
 
 thread_local! {
@@ -579,9 +583,15 @@ impl<R: BufRead> Read for ZstdFrame<R> {
                 }
                 let mut src = InBuffer::around(input);
                 let mut dst = OutBuffer::around(&mut *buf);
-                let hint = ctx
-                    .decompress_stream(&mut dst, &mut src)
-                    .map_err(zstd_error)?;
+                let hint = match ctx.decompress_stream(&mut dst, &mut src) {
+                    Ok(hint) => hint,
+                    Err(code) => {
+                        // The blocks decoded before the corrupt one are in the context's
+                        // buffer but not counted in `dst`: the context is not pooled.
+                        self.produced = u64::MAX;
+                        return Err(zstd_error(code));
+                    }
+                };
                 (src.pos(), dst.pos(), hint)
             };
             first = false;
@@ -610,9 +620,10 @@ impl<R> Drop for ZstdFrame<R> {
         if let Some(ctx) = self.ctx.take() {
             CONTEXTS.with(|c| {
                 if let Ok(mut c) = c.try_borrow_mut() {
+                    let large = |x: &zstd::zstd_safe::DCtx<'_>| x.sizeof() > CONTEXT_KEPT_BYTES;
                     if c.len() < CONTEXTS_KEPT
-                        && (ctx.sizeof() <= CONTEXT_KEPT_BYTES
-                            || self.produced <= CONTEXT_KEPT_OUTPUT)
+                        && (!large(&ctx)
+                            || (self.produced <= CONTEXT_KEPT_OUTPUT && !c.iter().any(large)))
                     {
                         c.push(ctx);
                     }
@@ -1183,6 +1194,31 @@ mod tests {
         let mut s = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
         assert_eq!(pooled(), 0);
         assert!(s.skip_until(bundle.len() as u64).unwrap());
+        drop(s);
+        assert_eq!(pooled(), 0);
+
+        // Two tables read at once (a CCOB inside a CCOB): one large context is kept, not two.
+        let mut a = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+        let mut b = Stream::new(h.method, h.payload(&blob), h.uncompressed_size).unwrap();
+        assert_eq!(a.read_vec(100).unwrap(), bundle[..100]);
+        assert_eq!(b.read_vec(100).unwrap(), bundle[..100]);
+        drop(a);
+        drop(b);
+        assert_eq!(pooled(), 1);
+
+        // A frame that fails after decoding megabytes (a reserved block type in its 20th raw
+        // block): zstd wrote them into the context's buffer without counting them, so the
+        // context is not kept.
+        let mut bad = blob.clone();
+        let payload_at = blob.len() - h.payload(&blob).len();
+        let block = 20 * (128 << 10);
+        // Raw blocks hold the bundle's bytes as they are.
+        let content = memchr::memmem::find(h.payload(&blob), &bundle[block..block + 64]).unwrap();
+        bad[payload_at + content - 3] |= 0b110;
+        CONTEXTS.with(|c| c.borrow_mut().clear());
+        let mut s = Stream::new(h.method, h.payload(&bad), h.uncompressed_size).unwrap();
+        let err = s.read_vec(4 << 20).unwrap_err();
+        assert!(err.message.contains("corrupt"), "{}", err.message);
         drop(s);
         assert_eq!(pooled(), 0);
     }
