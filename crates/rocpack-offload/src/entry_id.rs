@@ -10,12 +10,11 @@ use rocpack_amdgpu::TargetId;
 #[derive(Clone, PartialEq, Eq)]
 pub struct EntryId {
     raw: String,
-    kind: std::ops::Range<usize>,
-    triple: std::ops::Range<usize>,
-    target: std::ops::Range<usize>,
+    spans: Spans,
 }
 
 /// Where the kind, triple and target ID lie in an ID (trailing NULs already trimmed).
+#[derive(Clone, PartialEq, Eq)]
 struct Spans {
     kind: std::ops::Range<usize>,
     triple: std::ops::Range<usize>,
@@ -32,8 +31,9 @@ fn spans(raw: &str) -> Spans {
     let mut fields = [0..0, 0..0, 0..0, 0..0, 0..0, 0..0];
     let mut n = 0;
     let mut start = 0;
-    for (i, c) in raw.char_indices() {
-        if c == '-' && n + 1 < fields.len() {
+    // '-' is ASCII, so a byte equal to it is the character, never inside another.
+    for (i, c) in raw.bytes().enumerate() {
+        if c == b'-' && n + 1 < fields.len() {
             if let Some(f) = fields.get_mut(n) {
                 *f = start..i;
             }
@@ -81,17 +81,8 @@ impl EntryId {
     pub fn from_string(mut raw: String) -> EntryId {
         let len = raw.trim_end_matches('\0').len();
         raw.truncate(len);
-        let Spans {
-            kind,
-            triple,
-            target,
-        } = spans(&raw);
-        EntryId {
-            raw,
-            kind,
-            triple,
-            target,
-        }
+        let spans = spans(&raw);
+        EntryId { raw, spans }
     }
 
     /// The ID exactly as stored (invalid UTF-8 escaped as `\xNN`), without trailing NULs.
@@ -106,17 +97,17 @@ impl EntryId {
 
     /// Offload kind: `host`, `hip`, `hipv4`, `hcc`, `openmp`, ...
     pub fn kind(&self) -> &str {
-        self.raw.get(self.kind.clone()).unwrap_or_default()
+        self.raw.get(self.spans.kind.clone()).unwrap_or_default()
     }
 
     /// Target triple, e.g. `amdgcn-amd-amdhsa` or `x86_64-unknown-linux-gnu`.
     pub fn triple(&self) -> &str {
-        self.raw.get(self.triple.clone()).unwrap_or_default()
+        self.raw.get(self.spans.triple.clone()).unwrap_or_default()
     }
 
     /// The target ID part as written (empty for host entries).
     pub fn target(&self) -> &str {
-        self.raw.get(self.target.clone()).unwrap_or_default()
+        self.raw.get(self.spans.target.clone()).unwrap_or_default()
     }
 
     /// Whether this entry holds device code (not the host placeholder).
