@@ -222,28 +222,63 @@ pub fn table(
         .iter()
         .map(|r| r.iter().map(|c| escape_text(c)).collect())
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| text_width(h)).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
+            *w = (*w).max(text_width(c));
         }
     }
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| -> std::io::Result<()> {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.zip(&widths).enumerate() {
-            if i + 1 == widths.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  "));
-            }
-        }
-        writeln!(out, "{}", s.trim_end())
-    };
-    line(&mut header.iter().copied())?;
+    let mut line = String::new();
+    table_line(
+        out,
+        &mut line,
+        header.iter().map(|h| (*h, text_width(h))),
+        &widths,
+    )?;
     for r in &rows {
-        line(&mut r.iter().map(|c| c.as_ref()))?;
+        table_line(
+            out,
+            &mut line,
+            r.iter().map(|c| (c.as_ref(), text_width(c))),
+            &widths,
+        )?;
     }
     Ok(())
+}
+
+/// The width of a table cell, in chars (what `{:<w$}` pads by).
+pub fn text_width(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
+/// One line of a [`table`], built in `line` (reused from line to line) and written with its
+/// newline: each cell, given with its [`text_width`], but the last padded to its column's
+/// width plus two spaces; trailing spaces trimmed. Cells past the last width are left out.
+///
+/// # Errors
+/// Writing to `out` failed.
+pub fn table_line<'c>(
+    out: &mut impl std::io::Write,
+    line: &mut String,
+    cells: impl IntoIterator<Item = (&'c str, usize)>,
+    widths: &[usize],
+) -> std::io::Result<()> {
+    line.clear();
+    let last = widths.len().saturating_sub(1);
+    for (i, ((c, n), w)) in cells.into_iter().zip(widths).enumerate() {
+        line.push_str(c);
+        if i < last {
+            for _ in n..w + 2 {
+                line.push(' ');
+            }
+        }
+    }
+    out.write_all(line.trim_end().as_bytes())?;
+    out.write_all(b"\n")
 }
 
 #[cfg(test)]

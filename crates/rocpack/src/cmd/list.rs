@@ -74,18 +74,9 @@ impl Cell {
     fn new(s: &str) -> Cell {
         let text = output::escape_text(s).into_owned();
         Cell {
-            width: width(&text),
+            width: output::text_width(&text),
             text,
         }
-    }
-}
-
-/// The width of a cell in chars (`output::table` pads by chars).
-fn width(s: &str) -> usize {
-    if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
     }
 }
 
@@ -169,7 +160,7 @@ impl TextCells {
         thousands_into(&mut self.size, co.size);
         let esc = |s: &'a str| {
             let text = output::escape_text(s);
-            let w = width(&text);
+            let w = output::text_width(&text);
             (text, w)
         };
         let given = |c: &'a Cell| (std::borrow::Cow::Borrowed(c.text.as_str()), c.width);
@@ -224,7 +215,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
     let mut foreign = 0usize;
     let listed = |co: &&CodeObject| args.all_entries || co.is_amd_gpu();
     // Text: the widths of the columns first, over every row, then the rows.
-    let mut widths = HEADER.map(width);
+    let mut widths = HEADER.map(output::text_width);
     let mut cells = TextCells {
         target: String::new(),
         cov: String::new(),
@@ -280,7 +271,7 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
             &mut out,
             &mut line,
             &widths,
-            HEADER.map(|h| (std::borrow::Cow::Borrowed(h), width(h))),
+            HEADER.map(|h| (std::borrow::Cow::Borrowed(h), output::text_width(h))),
         )?;
         for (r, (file, locations)) in results.iter().zip(&mut files) {
             let Some(i) = &r.inspection else { continue };
@@ -299,24 +290,17 @@ pub fn run(global: &Global, args: &ListArgs) -> Result<Exit> {
     Ok(output::report_problems(&results))
 }
 
-/// One table line as `output::table` writes it: each cell but the last padded to its column's
-/// width plus two spaces, trailing blanks trimmed.
+/// One table line of the seven cells, as `output::table` writes its lines.
 fn write_line(
     out: &mut impl Write,
     line: &mut String,
     widths: &[usize; 7],
     cells: [(std::borrow::Cow<'_, str>, usize); 7],
 ) -> io::Result<()> {
-    line.clear();
-    let last = cells.len() - 1;
-    for (i, ((c, n), w)) in cells.iter().zip(widths).enumerate() {
-        line.push_str(c);
-        if i < last {
-            for _ in *n..w + 2 {
-                line.push(' ');
-            }
-        }
-    }
-    out.write_all(line.trim_end().as_bytes())?;
-    out.write_all(b"\n")
+    output::table_line(
+        out,
+        line,
+        cells.iter().map(|(c, n)| (c.as_ref(), *n)),
+        widths,
+    )
 }
