@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The baseline of `rocpack compress`: clang-offload-bundler-19 -compress on the same bundles.
 
-    bench/bundler.py LIB COMPRESSED ORIG_SHOW_JSON COMPRESSED_SHOW_JSON SCRATCH_DIR RESULT_JSON
+    bench/bundler.py LIB COMPRESSED ORIG_SHOW_JSON COMPRESSED_SHOW_JSON SCRATCH_DIR RESULT_JSON [ROCPACK_CMD...]
 
 LIB is the uncompressed library, COMPRESSED what `rocpack compress` made of it, the two JSON
 files `rocpack show --json` of each. Untimed: each bundle is cut out of LIB, unbundled into its
@@ -10,13 +10,24 @@ the same data: -bundle-align=4096, and the host target without the trailing "-",
 driver passes them); rocpack's CCOB at the same offset (length from its header) must be listed
 and unbundled by clang-offload-bundler-19 into the same entries. Timed: rebundling the entries
 with -compress, one process per bundle, one after another (once) and two at a time (both
-cores; PAR_ROUNDS times, default 3, the median reported).
-Writes RESULT_JSON (bundles, bytes before, bundler_after, rocpack_after, seq_wall, par2_wall, ...)
-and prints a summary. Used by bench/slim.sh and bench/run.sh.
+cores; PAR_ROUNDS times, default 3, the median reported). Given ROCPACK_CMD (a `rocpack compress
+... -o OUT LIB` command line), it is timed in the same rounds, the order of the two turned every
+round (OUT removed and the disks synced before each of both), so that the ratio compares runs
+made under the same load: this machine's speed drifts by a third within minutes, and a ratio of
+medians taken minutes apart measured the drift as much as the tools. The ratio reported is the
+median over the rounds of bundler ÷ rocpack.
+Writes RESULT_JSON (bundles, bytes before, bundler_after, rocpack_after, seq_wall, par2_wall,
+and with ROCPACK_CMD rocpack_walls and paired_ratio, ...) and prints a summary. Used by
+bench/slim.sh and bench/run.sh.
 """
 import json, os, subprocess, sys, time, struct, shutil
 from concurrent.futures import ThreadPoolExecutor
-lib, comp, oshow, cshow, bdir, result = sys.argv[1:]
+if len(sys.argv) < 7:
+    sys.exit(__doc__)
+lib, comp, oshow, cshow, bdir, result = sys.argv[1:7]
+rocpack_cmd = sys.argv[7:]
+if rocpack_cmd and "-o" not in rocpack_cmd[:-1]:
+    sys.exit("bundler.py: ROCPACK_CMD must name its output with -o OUT")
 B = "clang-offload-bundler-19"
 o = json.load(open(oshow)); c = json.load(open(cshow))
 bundles = [x for x in o["containers"] if x["type"] == "bundle"]
@@ -83,12 +94,33 @@ def timed(job):
 
 # Timed: sequentially once, then two at a time PAR_ROUNDS times (median; default 3).
 t0 = time.perf_counter(); seq = [timed(j) for j in jobs]; seq_wall = time.perf_counter() - t0
-par_walls = []
-for _ in range(max(1, int(os.environ.get("PAR_ROUNDS", "3")))):
+def bundler_par2():
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(2) as ex: par = list(ex.map(timed, jobs))
-    par_walls.append(time.perf_counter() - t0)
-par_wall = sorted(par_walls)[len(par_walls) // 2]
+    with ThreadPoolExecutor(2) as ex: out = list(ex.map(timed, jobs))
+    return time.perf_counter() - t0, out
+
+def rocpack_once():
+    out = rocpack_cmd[rocpack_cmd.index("-o") + 1]
+    if os.path.exists(out):
+        os.remove(out)
+    os.sync()
+    t0 = time.perf_counter()
+    run(rocpack_cmd)
+    return time.perf_counter() - t0
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+par_walls, rocpack_walls = [], []
+for r in range(max(1, int(os.environ.get("PAR_ROUNDS", "3")))):
+    if rocpack_cmd and r % 2 == 1:
+        rocpack_walls.append(rocpack_once())
+    os.sync()
+    wall, par = bundler_par2()
+    par_walls.append(wall)
+    if rocpack_cmd and r % 2 == 0:
+        rocpack_walls.append(rocpack_once())
+par_wall = median(par_walls)
 sizes = [s[4] for s in seq]
 assert sizes == [p[4] for p in par]
 before = sum(j[1] for j in jobs); rp = sum(j[2] for j in jobs); bl = sum(sizes)
@@ -99,6 +131,9 @@ res = dict(bundles=len(jobs), before=before, bundler_after=bl, rocpack_after=rp,
            seq_sum_wall=sum(s[0] for s in seq), seq_wall=seq_wall, seq_user=sum(s[1] for s in seq),
            seq_sys=sum(s[2] for s in seq), max_rss_kib=max(s[3] for s in seq), par2_wall=par_wall,
            par2_walls=par_walls,
+           **(dict(rocpack_walls=rocpack_walls,
+                   paired_ratio=median([b / r for b, r in zip(par_walls, rocpack_walls)]))
+              if rocpack_cmd else {}),
            rocpack_smaller=sum(1 for j, s in zip(jobs, sizes) if j[2] < s),
            largest=dict(index=big[0], size=big[1], rocpack=big[2], bundler=sizes[big[0]]))
 json.dump(res, open(result, "w"))
@@ -107,6 +142,10 @@ print(f"clang-offload-bundler-19 -compress, {len(jobs)} processes one after anot
       f"largest max RSS of one process {res['max_rss_kib']} KiB")
 print(f"clang-offload-bundler-19 -compress, two processes at a time (2 cores): {par_wall:.2f} s wall "
       f"(median of {len(par_walls)}: {', '.join(f'{w:.2f}' for w in par_walls)})")
+if rocpack_cmd:
+    print(f"rocpack compress in the same rounds, the order turned each round: {median(rocpack_walls):.2f} s wall "
+          f"(median of {', '.join(f'{w:.2f}' for w in rocpack_walls)}); bundler / rocpack per round: "
+          f"{', '.join(f'{b / r:.2f}' for b, r in zip(par_walls, rocpack_walls))}, median {res['paired_ratio']:.2f}")
 print(f"bundles {before} bytes -> bundler {bl} bytes (ratio {before / bl:.2f}); rocpack {rp} bytes (ratio {before / rp:.2f}); "
       f"rocpack's CCOB smaller in {res['rocpack_smaller']} of {len(jobs)} bundles")
 print(f"largest bundle (#{big[0]}, {big[1]} bytes): rocpack {big[2]}, bundler {sizes[big[0]]} bytes; the bundler's -verbose report:")
